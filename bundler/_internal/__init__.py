@@ -1,0 +1,1 @@
+"""Private helpers of the packager; not a public API."""

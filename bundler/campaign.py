@@ -1,0 +1,439 @@
+"""Read a campaign directory (``specs/campaign-layout.md``) and check all of it.
+
+Every problem found is collected, each naming file, record and field, so an
+author fixes everything in one round. Nothing here writes or prints.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from bundler._internal.schemas import document_errors
+from bundler.container import member_name_problem
+from bundler.errors import Problem
+from bundler.tables import TABLE_NAMES, check_rows, table_schema
+from bundler.vocabulary import STATISTICS
+
+__all__ = ["REQUIRED_TABLES", "Campaign", "load_campaign"]
+
+REQUIRED_TABLES = ("attempts", "receipts", "claims")
+_TABLE_EXTS = (".jsonl", ".csv", ".json")
+_RESERVED_DIRS = ("plans", "logs")
+_MAX_PROBLEMS_PER_FILE = 200
+
+
+@dataclass
+class Campaign:
+    """A campaign read from disk: documents, raw table rows, plans, logs and other files."""
+
+    root: Path
+    doc: dict[str, Any]
+    plans: dict[str, bytes] = field(default_factory=dict)
+    plan_docs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    scorer: dict[str, Any] | None = None
+    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    table_files: dict[str, str] = field(default_factory=dict)
+    logs: dict[str, bytes] = field(default_factory=dict)
+    files: dict[str, bytes] = field(default_factory=dict)
+    row_labels: dict[int, str] = field(default_factory=dict)
+
+    def label(self, row: dict[str, Any]) -> str:
+        """Where ``row`` came from in its file (``line N`` or ``#N``)."""
+        return self.row_labels.get(id(row), "?")
+
+    @property
+    def arm_ids(self) -> list[str]:
+        """Arm ids in the order campaign.json lists them."""
+        return [a.get("id") for a in self.doc.get("arms", []) if isinstance(a, dict)]
+
+    @property
+    def plan(self) -> dict[str, Any] | None:
+        """The frozen plan campaign.json names, if it parsed."""
+        return self.plan_docs.get(str(self.doc.get("plan", "")))
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _loads(text: str) -> Any:
+    return json.loads(text, parse_constant=_reject_constant)
+
+
+def _read_json(path: Path, rel: str, problems: list[Problem]) -> Any:
+    try:
+        return _loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        problems.append(Problem(rel, None, None, f"not UTF-8 text ({exc.reason})"))
+    except ValueError as exc:
+        problems.append(Problem(rel, None, None, f"not valid JSON: {exc}"))
+    except OSError as exc:
+        problems.append(Problem(rel, None, None, f"cannot read: {exc.strerror or exc}"))
+    return None
+
+
+def _coerce_csv(value: str, prop: dict[str, Any]) -> Any:
+    """CSV cells are text: turn them into the JSON type the schema asks for, if they parse."""
+    if value == "":
+        return None
+    t = prop.get("type", "string")
+    kinds = [t] if isinstance(t, str) else list(t)
+    try:
+        if "integer" in kinds and value.lstrip("-").isdigit():
+            return int(value)
+        if "number" in kinds:
+            return float(value)
+        if "boolean" in kinds and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+    except ValueError:
+        return value
+    return value
+
+
+def _read_table_rows(
+    path: Path, rel: str, name: str, problems: list[Problem]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Rows of one table file and the record label (line number) of each row."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(Problem(rel, None, None, f"cannot read as UTF-8 text: {exc}"))
+        return [], []
+    rows: list[dict[str, Any]] = []
+    labels: list[str] = []
+    if path.suffix == ".jsonl":
+        for n, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                row = _loads(line)
+            except ValueError as exc:
+                problems.append(Problem(rel, f"line {n}", None, f"not valid JSON: {exc}"))
+                continue
+            if not isinstance(row, dict):
+                problems.append(Problem(rel, f"line {n}", None, "a record must be a JSON object"))
+                continue
+            rows.append(row)
+            labels.append(f"line {n}")
+    elif path.suffix == ".json":
+        doc = _read_json(path, rel, problems)
+        if doc is None:
+            return [], []
+        if not isinstance(doc, list) or not all(isinstance(r, dict) for r in doc):
+            problems.append(Problem(rel, None, None, "a .json table must be an array of objects"))
+            return [], []
+        rows = doc
+        labels = [f"#{i}" for i in range(len(doc))]
+    else:
+        props = table_schema(name)["properties"]
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        for n, raw in enumerate(reader, start=2):
+            row: dict[str, Any] = {}
+            for k, v in raw.items():
+                if k is None:
+                    problems.append(
+                        Problem(rel, f"line {n}", None, "more cells than header columns")
+                    )
+                    continue
+                if k.startswith("metrics.") and "metrics" in props:
+                    row.setdefault("metrics", {})[k[8:]] = _coerce_csv(v or "", {"type": "number"})
+                    continue
+                row[k] = _coerce_csv(v or "", props.get(k, {}))
+            rows.append({k: v for k, v in row.items() if v is not None})
+            labels.append(f"line {n}")
+    return rows, labels
+
+
+def _walk(root: Path, problems: list[Problem]) -> list[str]:
+    """Every regular file under ``root`` as a POSIX relative path, sorted; links refused."""
+    out: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames.sort()
+        for d in list(dirnames):
+            full = Path(dirpath) / d
+            if full.is_symlink():
+                rel = full.relative_to(root).as_posix()
+                problems.append(Problem(rel, None, None, "symbolic links are not carried"))
+                dirnames.remove(d)
+        for f in sorted(filenames):
+            full = Path(dirpath) / f
+            rel = full.relative_to(root).as_posix()
+            if full.is_symlink():
+                problems.append(Problem(rel, None, None, "symbolic links are not carried"))
+            elif full.is_file():
+                out.append(rel)
+            else:
+                problems.append(Problem(rel, None, None, "not a regular file"))
+    return sorted(out)
+
+
+def load_campaign(root: Path) -> tuple[Campaign, list[Problem]]:
+    """Read and check the campaign at ``root``; return it with every problem found."""
+    problems: list[Problem] = []
+    if not root.is_dir():
+        return Campaign(root, {}), [Problem(str(root), None, None, "not a directory")]
+    rels = _walk(root, problems)
+    doc = (
+        _read_json(root / "campaign.json", "campaign.json", problems)
+        if ("campaign.json" in rels)
+        else None
+    )
+    if "campaign.json" not in rels:
+        problems.append(Problem("campaign.json", None, None, "missing: every campaign needs one"))
+    camp = Campaign(root, doc if isinstance(doc, dict) else {})
+    if doc is not None:
+        problems += [
+            Problem("campaign.json", None, f, m) for f, m in document_errors("campaign", doc)
+        ]
+
+    claimed = {"campaign.json"}
+    _load_tables(root, rels, camp, claimed, problems)
+    _load_plans(root, rels, camp, claimed, problems)
+    if "scorer.json" in rels:
+        claimed.add("scorer.json")
+        sc = _read_json(root / "scorer.json", "scorer.json", problems)
+        if sc is not None:
+            problems += [
+                Problem("scorer.json", None, f, m) for f, m in document_errors("scorer", sc)
+            ]
+            camp.scorer = sc if isinstance(sc, dict) else None
+    external = {str(r.get("path")) for r in camp.tables.get("artifacts", [])}
+    for rel in rels:
+        if rel in claimed or rel in external:
+            continue
+        bad = member_name_problem(rel)
+        if bad:
+            problems.append(Problem(rel, None, None, f"file name cannot be carried: {bad}"))
+            continue
+        data = (root / rel).read_bytes()
+        if rel.startswith("logs/"):
+            camp.logs[rel] = data
+        else:
+            camp.files[rel] = data
+    problems += _cross_checks(camp)
+    return camp, problems
+
+
+def _load_tables(
+    root: Path, rels: list[str], camp: Campaign, claimed: set[str], problems: list[Problem]
+) -> None:
+    for name in TABLE_NAMES:
+        found = [f"{name}{ext}" for ext in _TABLE_EXTS if f"{name}{ext}" in rels]
+        if len(found) > 1:
+            problems.append(Problem(found[0], None, None, f"table {name} given twice: {found}"))
+        if not found:
+            if name in REQUIRED_TABLES:
+                problems.append(Problem(f"{name}.jsonl", None, None, "missing: a required table"))
+            camp.tables[name] = []
+            continue
+        rel = found[0]
+        claimed.update(found)
+        rows, labels = _read_table_rows(root / rel, rel, name, problems)
+        errs = check_rows(name, rows)
+        for e in errs[:_MAX_PROBLEMS_PER_FILE]:
+            problems.append(Problem(rel, labels[e.index], e.field, e.message))
+        if len(errs) > _MAX_PROBLEMS_PER_FILE:
+            problems.append(
+                Problem(rel, None, None, f"... and {len(errs) - _MAX_PROBLEMS_PER_FILE} more")
+            )
+        camp.tables[name] = rows
+        camp.table_files[name] = rel
+        for row, label in zip(rows, labels, strict=True):
+            camp.row_labels[id(row)] = label
+
+
+def _load_plans(
+    root: Path, rels: list[str], camp: Campaign, claimed: set[str], problems: list[Problem]
+) -> None:
+    for rel in rels:
+        if not (rel.startswith("plans/") and rel.endswith(".json")):
+            continue
+        claimed.add(rel)
+        raw = (root / rel).read_bytes()
+        camp.plans[rel] = raw
+        doc = _read_json(root / rel, rel, problems)
+        if isinstance(doc, dict):
+            problems += [Problem(rel, None, f, m) for f, m in document_errors("plan", doc)]
+            camp.plan_docs[rel] = doc
+        elif doc is not None:
+            problems.append(Problem(rel, None, None, "a plan must be a JSON object"))
+    want = camp.doc.get("plan")
+    if isinstance(want, str) and want not in camp.plans:
+        problems.append(Problem("campaign.json", None, "plan", f"names {want!r}, which is absent"))
+
+
+def _unique(camp: Campaign, table: str, key: str) -> list[Problem]:
+    rel = camp.table_files.get(table, table)
+    counts = Counter(r.get(key) for r in camp.tables.get(table, []))
+    out = []
+    for r in camp.tables.get(table, []):
+        if r.get(key) is not None and counts[r.get(key)] > 1:
+            out.append(Problem(rel, camp.label(r), key, f"duplicate {key} {r.get(key)!r}"))
+    return out
+
+
+def _refs(camp: Campaign, table: str, key: str, allowed: set[Any], what: str) -> list[Problem]:
+    rel = camp.table_files.get(table, table)
+    return [
+        Problem(rel, camp.label(r), key, f"{r[key]!r} is not a known {what}")
+        for r in camp.tables.get(table, [])
+        if key in r and isinstance(r[key], str) and r[key] not in allowed
+    ]
+
+
+def _cross_checks(camp: Campaign) -> list[Problem]:  # noqa: C901
+    out: list[Problem] = []
+    arms = set(camp.arm_ids)
+    arm_counts = Counter(camp.arm_ids)
+    out += [
+        Problem("campaign.json", None, "arms", f"arm {a!r} listed twice")
+        for a, c in arm_counts.items()
+        if c > 1
+    ]
+    roles = {a.get("role") for a in camp.doc.get("arms", []) if isinstance(a, dict)}
+    if camp.doc and not {"baseline", "candidate"} <= roles:
+        out.append(Problem("campaign.json", None, "arms", "needs a baseline and a candidate arm"))
+    attempts = {r.get("attempt_id") for r in camp.tables.get("attempts", [])}
+    accepted = [r for r in camp.tables.get("attempts", []) if r.get("status") == "accepted"]
+    if camp.table_files.get("attempts") and len(accepted) != 1:
+        out.append(
+            Problem(
+                camp.table_files["attempts"],
+                None,
+                "status",
+                f"exactly one attempt must be accepted, found {len(accepted)}",
+            )
+        )
+    for r in camp.tables.get("attempts", []):
+        if r.get("status") in ("interrupted", "rejected") and not r.get("reason"):
+            out.append(
+                Problem(
+                    camp.table_files["attempts"],
+                    camp.label(r),
+                    "reason",
+                    f"a {r['status']} attempt must say why",
+                )
+            )
+    out += _unique(camp, "attempts", "attempt_id")
+    out += _unique(camp, "receipts", "request_id")
+    out += _unique(camp, "gates", "gate_id")
+    out += _unique(camp, "comparisons", "comparison_id")
+    out += _unique(camp, "sources", "source_id")
+    out += _unique(camp, "claims", "claim_id")
+    out += _unique(camp, "artifacts", "path")
+    for t in ("receipts", "worker_exits", "telemetry", "comparisons"):
+        out += _refs(camp, t, "attempt_id", attempts, "attempt (attempts table)")
+    for t in ("receipts", "worker_exits", "telemetry"):
+        out += _refs(camp, t, "arm", arms, "arm (campaign.json arms)")
+    requests = {r.get("request_id") for r in camp.tables.get("receipts", [])}
+    for k in ("baseline_request_id", "candidate_request_id"):
+        out += _refs(camp, "comparisons", k, requests, "request (receipts table)")
+    rel = camp.table_files.get("receipts", "receipts")
+    for r in camp.tables.get("receipts", []):
+        s, e = r.get("start"), r.get("end")
+        if isinstance(s, str) and isinstance(e, str) and _ns(e) is not None and _ns(s) is not None:
+            if _ns(e) < _ns(s):  # type: ignore[operator]
+                out.append(Problem(rel, camp.label(r), "end", "ends before it starts"))
+    for a in camp.tables.get("artifacts", []):
+        p = a.get("path")
+        if isinstance(p, str) and (PurePosixPath(p).is_absolute() or ".." in p.split("/")):
+            out.append(
+                Problem(
+                    camp.table_files["artifacts"],
+                    camp.label(a),
+                    "path",
+                    "must be relative, without '..'",
+                )
+            )
+    out += _plan_checks(camp, arms)
+    out += _claim_checks(camp, arms)
+    return out
+
+
+def _ns(text: str) -> int | None:
+    from bundler._internal.timefmt import parse_rfc3339_ns
+
+    try:
+        return parse_rfc3339_ns(text)
+    except ValueError:
+        return None
+
+
+def _plan_checks(camp: Campaign, arms: set[str]) -> list[Problem]:
+    plan = camp.plan
+    if plan is None:
+        return []
+    rel = str(camp.doc.get("plan"))
+    out = []
+    for i, a in enumerate(plan.get("arm_order", [])):
+        if a not in arms:
+            out.append(Problem(rel, None, f"arm_order.{i}", f"{a!r} is not an arm of the campaign"))
+    teardown = plan.get("teardown", {})
+    if isinstance(teardown, dict):
+        for a in arms - set(teardown):
+            out.append(Problem(rel, None, "teardown", f"no teardown budget for arm {a!r}"))
+    return out
+
+
+def _claim_checks(camp: Campaign, arms: set[str]) -> list[Problem]:
+    rel = camp.table_files.get("claims", "claims")
+    metrics = {g.get("metric") for g in camp.tables.get("gates", [])}
+    for c in camp.tables.get("comparisons", []):
+        if isinstance(c.get("metrics"), dict):
+            metrics.update(c["metrics"])
+    out = []
+    for c in camp.tables.get("claims", []):
+        stat = STATISTICS.get(str(c.get("statistic")))
+        if stat is None:
+            continue  # the schema check already named it
+        params = c.get("params") or {}
+        if not isinstance(params, dict):
+            continue
+        for p in stat.params:
+            if p not in params:
+                out.append(Problem(rel, camp.label(c), f"params.{p}", f"{stat.name} needs {p!r}"))
+        for p in sorted(set(params) - {*stat.params, "attempt"}):
+            out.append(Problem(rel, camp.label(c), f"params.{p}", f"{stat.name} takes no {p!r}"))
+        for p in ("arm", "baseline", "candidate"):
+            if p in params and params[p] not in arms:
+                out.append(
+                    Problem(rel, camp.label(c), f"params.{p}", f"{params[p]!r} is not an arm")
+                )
+        if "metric" in params and params["metric"] not in metrics:
+            out.append(
+                Problem(
+                    rel,
+                    camp.label(c),
+                    "params.metric",
+                    f"{params['metric']!r} is neither gated nor recorded",
+                )
+            )
+        unit = c.get("unit")
+        if unit is not None and unit not in stat.units:
+            out.append(
+                Problem(rel, camp.label(c), "unit", f"{stat.name} is stated in {stat.units}")
+            )
+        value, decimals = c.get("value"), c.get("decimals")
+        if isinstance(value, str) and isinstance(decimals, int):
+            try:
+                exp = Decimal(value).as_tuple().exponent
+            except ArithmeticError:
+                continue
+            if isinstance(exp, int) and -exp != decimals:
+                out.append(
+                    Problem(
+                        rel,
+                        camp.label(c),
+                        "decimals",
+                        f"value {value!r} has {-exp} decimals, not {decimals}",
+                    )
+                )
+    return out

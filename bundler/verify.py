@@ -1,0 +1,373 @@
+"""``bundle verify``: signatures, every member's bytes, and external artifacts, offline.
+
+:func:`check_bundle` returns a :class:`VerifyReport` listing every problem;
+:func:`verify_bundle` raises :class:`~bundler.errors.IntegrityError` if there
+is any. Order of trust: the envelope's signatures are checked over the exact
+payload bytes before the payload is parsed; the manifest is trusted only
+because the signed statement names its digest.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from bundler.container import Limits, Member, read_container
+from bundler.dsse import (
+    INTOTO_PAYLOAD_TYPE,
+    EnvelopeError,
+    SignatureCheck,
+    parse_envelope,
+    verify_envelope,
+)
+from bundler.errors import BundleFormatError, IntegrityError, Problem
+from bundler.hashing import hash_files
+from bundler.manifest import (
+    ENVELOPE_NAME,
+    EXTERNAL_PREFIX,
+    MANIFEST_NAME,
+    ManifestError,
+    parse_manifest,
+    parse_statement,
+)
+from bundler.tables import TABLE_FORMAT_VERSION, TABLE_NAMES, arrow_schema
+
+__all__ = [
+    "ExternalCheck",
+    "OpenedBundle",
+    "VerifyReport",
+    "check_bundle",
+    "open_bundle",
+    "verify_bundle",
+]
+
+
+@dataclass(frozen=True)
+class ExternalCheck:
+    """An external artifact and what we could establish about it."""
+
+    path: str
+    kind: str
+    sha256: str
+    bytes: int | None
+    availability: str
+    status: str  # external (not looked for), absent, ok, mismatch, unreadable
+    found_at: str | None = None
+    detail: str | None = None
+
+
+@dataclass
+class VerifyReport:
+    """Everything ``check_bundle`` established about one bundle."""
+
+    path: str
+    format_version: str | None = None
+    campaign: dict[str, Any] = field(default_factory=dict)
+    signature_status: str = "unchecked"  # verified | unsigned | invalid | untrusted | unchecked
+    signatures: list[SignatureCheck] = field(default_factory=list)
+    members: list[dict[str, Any]] = field(default_factory=list)
+    external: list[ExternalCheck] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    allow_unsigned: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """True when no problem was found and the signature requirement is met."""
+        if self.problems:
+            return False
+        return self.signature_status == "verified" or self.allow_unsigned
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form (``--json``; schema in ``specs/verify-report.md``)."""
+        return {
+            "path": self.path,
+            "ok": self.ok,
+            "format_version": self.format_version,
+            "campaign": self.campaign,
+            "signature_status": self.signature_status,
+            "allow_unsigned": self.allow_unsigned,
+            "signatures": [
+                {
+                    "index": s.index,
+                    "keyid_hint": s.keyid_hint,
+                    "valid": s.valid,
+                    "verified_by": s.verified_by,
+                }
+                for s in self.signatures
+            ],
+            "members": self.members,
+            "external": [e.__dict__ for e in self.external],
+            "problems": [
+                {"where": p.where, "record": p.record, "field": p.field, "message": p.message}
+                for p in self.problems
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class OpenedBundle:
+    """A bundle whose structure was read: members by name plus the report so far."""
+
+    members: dict[str, Member]
+    manifest: dict[str, Any] | None
+    report: VerifyReport
+
+    def table(self, name: str) -> pa.Table:
+        """Read table ``name`` from its Parquet member."""
+        return pq.read_table(io.BytesIO(self.members[f"tables/{name}.parquet"].data))
+
+    def document(self, name: str) -> dict[str, Any] | None:
+        """Parse JSON member ``name`` (``campaign.json``, ``scorer.json``), or None if absent."""
+        import json
+
+        m = self.members.get(name)
+        if m is None:
+            return None
+        doc: dict[str, Any] = json.loads(m.data)
+        return doc
+
+
+def _check_signatures(
+    report: VerifyReport,
+    members: dict[str, Member],
+    trusted: Sequence[Ed25519PublicKey],
+) -> dict[str, Any] | None:
+    env_member = members.get(ENVELOPE_NAME)
+    if env_member is None:
+        report.problems.append(Problem(ENVELOPE_NAME, None, None, "missing member"))
+        return None
+    try:
+        env = parse_envelope(env_member.data)
+    except EnvelopeError as exc:
+        report.problems.append(Problem(ENVELOPE_NAME, None, None, str(exc)))
+        return None
+    if env.payload_type != INTOTO_PAYLOAD_TYPE:
+        report.problems.append(
+            Problem(ENVELOPE_NAME, None, "payloadType", f"unexpected {env.payload_type!r}")
+        )
+        return None
+    report.signatures = verify_envelope(env, list(trusted))
+    if not env.signatures:
+        report.signature_status = "unsigned"
+    elif any(s.valid for s in report.signatures):
+        # Other signatures no trusted key accepts are not problems: countersignatures
+        # by parties the verifier does not know are normal.
+        report.signature_status = "verified"
+    elif not trusted:
+        report.signature_status = "unchecked"
+    else:
+        report.signature_status = "untrusted"
+    try:
+        return parse_statement(env.payload)
+    except ManifestError as exc:
+        report.problems.append(Problem(ENVELOPE_NAME, None, "payload", str(exc)))
+        return None
+
+
+def _check_members(
+    report: VerifyReport,
+    members: dict[str, Member],
+    manifest: dict[str, Any],
+    statement: dict[str, Any],
+) -> None:
+    listed = {m["path"]: m for m in manifest["members"]}
+    report.members = manifest["members"]
+    for path, m in listed.items():
+        got = members.get(path)
+        if got is None:
+            report.problems.append(Problem(path, None, None, "listed in the manifest but absent"))
+            continue
+        if got.size != m["size"]:
+            report.problems.append(
+                Problem(path, None, "size", f"{got.size} bytes, manifest says {m['size']}")
+            )
+        if got.sha256 != m["sha256"]:
+            report.problems.append(
+                Problem(path, None, "sha256", "digest does not match the manifest")
+            )
+    for path in members:
+        if path not in listed and path not in (MANIFEST_NAME, ENVELOPE_NAME):
+            report.problems.append(Problem(path, None, None, "present but not in the manifest"))
+    # The statement must name exactly the manifest's members and externals.
+    subj = {s.get("name"): s.get("digest", {}).get("sha256") for s in statement["subject"]}
+    want = {MANIFEST_NAME: members[MANIFEST_NAME].sha256}
+    want.update({p: m["sha256"] for p, m in listed.items()})
+    want.update({EXTERNAL_PREFIX + e["path"]: e["sha256"] for e in manifest["external"]})
+    if subj != want:
+        diff = sorted(set(subj.items()) ^ set(want.items()), key=str)
+        names = sorted({str(n) for n, _ in diff})[:5]
+        report.problems.append(
+            Problem(
+                ENVELOPE_NAME,
+                None,
+                "subject",
+                f"signed subjects differ from the manifest for {names}",
+            )
+        )
+
+
+def _check_tables(report: VerifyReport, members: dict[str, Member]) -> None:
+    for name in TABLE_NAMES:
+        path = f"tables/{name}.parquet"
+        m = members.get(path)
+        if m is None:
+            continue  # reported as absent (or unlisted) already
+        try:
+            schema = pq.read_schema(io.BytesIO(m.data))
+        except (pa.ArrowException, OSError) as exc:
+            report.problems.append(Problem(path, None, None, f"not a readable Parquet file: {exc}"))
+            continue
+        meta = {k.decode(): v.decode() for k, v in (schema.metadata or {}).items()}
+        version = meta.get("format_version")
+        if version != TABLE_FORMAT_VERSION:
+            report.problems.append(
+                Problem(path, None, "format_version", f"unknown table format version {version!r}")
+            )
+            continue
+        if not schema.remove_metadata().equals(arrow_schema(name).remove_metadata()):
+            report.problems.append(Problem(path, None, None, "Arrow schema differs from the spec"))
+
+
+def _check_external(
+    report: VerifyReport,
+    manifest: dict[str, Any],
+    media_dirs: Sequence[Path],
+    jobs: int | None,
+    progress: Callable[[int], None] | None,
+) -> None:
+    found: dict[int, Path] = {}
+    for i, e in enumerate(manifest["external"]):
+        for d in media_dirs:
+            for cand in (d / e["path"], d / Path(e["path"]).name):
+                if cand.is_file():
+                    found[i] = cand
+                    break
+            if i in found:
+                break
+    digests = hash_files(list(found.values()), jobs=jobs, progress=progress)
+    for i, e in enumerate(manifest["external"]):
+        base = dict(
+            path=e["path"],
+            kind=e["kind"],
+            sha256=e["sha256"],
+            bytes=e["bytes"],
+            availability=e["availability"],
+        )
+        p = found.get(i)
+        if p is None:
+            # Absent is a normal state of an external artifact, never a failure.
+            status = "absent" if media_dirs else "external"
+            report.external.append(ExternalCheck(**base, status=status))
+            continue
+        d = digests[p]
+        if d.error:
+            report.external.append(
+                ExternalCheck(**base, status="unreadable", found_at=str(p), detail=d.error)
+            )
+        elif d.sha256 != e["sha256"]:
+            report.external.append(
+                ExternalCheck(
+                    **base, status="mismatch", found_at=str(p), detail=f"sha256 {d.sha256}"
+                )
+            )
+            report.problems.append(
+                Problem(
+                    EXTERNAL_PREFIX + e["path"],
+                    None,
+                    "sha256",
+                    f"{p} does not match the sealed digest",
+                )
+            )
+        else:
+            report.external.append(ExternalCheck(**base, status="ok", found_at=str(p)))
+
+
+def open_bundle(
+    path: Path,
+    *,
+    trusted: Sequence[Ed25519PublicKey] = (),
+    allow_unsigned: bool = False,
+    limits: Limits | None = None,
+) -> OpenedBundle:
+    """Read ``path`` and check signatures, manifest, members and table formats.
+
+    Never raises for integrity problems: they are in ``.report.problems``.
+
+    Raises:
+        BundleFormatError: the container itself is malformed (see ``read_container``).
+        OSError: the file cannot be read.
+    """
+    report = VerifyReport(str(path), allow_unsigned=allow_unsigned)
+    members = {m.name: m for m in read_container(Path(path), limits)}
+    statement = _check_signatures(report, members, trusted)
+    manifest: dict[str, Any] | None = None
+    if MANIFEST_NAME not in members:
+        report.problems.append(Problem(MANIFEST_NAME, None, None, "missing member"))
+    else:
+        try:
+            manifest = parse_manifest(members[MANIFEST_NAME].data)
+        except ManifestError as exc:
+            report.problems.append(Problem(MANIFEST_NAME, None, None, str(exc)))
+    if manifest is not None:
+        report.format_version = manifest["format_version"]
+        report.campaign = manifest["campaign"]
+        if statement is not None:
+            _check_members(report, members, manifest, statement)
+        _check_tables(report, members)
+    return OpenedBundle(members, manifest, report)
+
+
+def check_bundle(
+    path: Path,
+    *,
+    trusted: Sequence[Ed25519PublicKey] = (),
+    allow_unsigned: bool = False,
+    media_dirs: Sequence[Path] = (),
+    jobs: int | None = None,
+    progress: Callable[[int], None] | None = None,
+    limits: Limits | None = None,
+) -> VerifyReport:
+    """Verify the bundle at ``path`` and return a report of every problem found.
+
+    A malformed container is reported as a problem too, never raised.
+    """
+    try:
+        opened = open_bundle(path, trusted=trusted, allow_unsigned=allow_unsigned, limits=limits)
+    except BundleFormatError as exc:
+        report = VerifyReport(str(path), allow_unsigned=allow_unsigned)
+        report.problems.append(Problem(str(path), None, None, exc.message))
+        report.problems.extend(exc.problems)
+        return report
+    report = opened.report
+    if opened.manifest is not None:
+        _check_external(report, opened.manifest, media_dirs, jobs, progress)
+    return report
+
+
+def verify_bundle(
+    path: Path,
+    *,
+    trusted: Sequence[Ed25519PublicKey] = (),
+    allow_unsigned: bool = False,
+    media_dirs: Sequence[Path] = (),
+    jobs: int | None = None,
+) -> VerifyReport:
+    """Like :func:`check_bundle` but raise :class:`IntegrityError` unless it verified."""
+    report = check_bundle(
+        path, trusted=trusted, allow_unsigned=allow_unsigned, media_dirs=media_dirs, jobs=jobs
+    )
+    if not report.ok:
+        reason = (
+            f"signature {report.signature_status}"
+            if not report.problems
+            else f"{len(report.problems)} problem(s)"
+        )
+        raise IntegrityError(f"{path}: does not verify ({reason})", report.problems)
+    return report
