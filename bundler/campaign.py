@@ -17,10 +17,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from bundler._internal.schemas import document_errors
+from bundler._internal.timefmt import parse_rfc3339_ns
 from bundler.container import member_name_problem
 from bundler.errors import Problem
 from bundler.tables import TABLE_NAMES, check_rows, table_schema
-from bundler.vocabulary import STATISTICS
+from bundler.vocabulary import STATISTICS, Statistic
 
 __all__ = ["REQUIRED_TABLES", "Campaign", "load_campaign"]
 
@@ -52,7 +53,7 @@ class Campaign:
     @property
     def arm_ids(self) -> list[str]:
         """Arm ids in the order campaign.json lists them."""
-        return [a.get("id") for a in self.doc.get("arms", []) if isinstance(a, dict)]
+        return [str(a.get("id")) for a in self.doc.get("arms", []) if isinstance(a, dict)]
 
     @property
     def plan(self) -> dict[str, Any] | None:
@@ -98,58 +99,62 @@ def _coerce_csv(value: str, prop: dict[str, Any]) -> Any:
     return value
 
 
+def _jsonl_rows(text: str, rel: str, problems: list[Problem]) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = _loads(line)
+        except ValueError as exc:
+            problems.append(Problem(rel, f"line {n}", None, f"not valid JSON: {exc}"))
+            continue
+        if not isinstance(row, dict):
+            problems.append(Problem(rel, f"line {n}", None, "a record must be a JSON object"))
+            continue
+        out.append((f"line {n}", row))
+    return out
+
+
+def _csv_rows(
+    text: str, rel: str, name: str, problems: list[Problem]
+) -> list[tuple[str, dict[str, Any]]]:
+    props = table_schema(name)["properties"]
+    out = []
+    for n, raw in enumerate(csv.DictReader(io.StringIO(text, newline="")), start=2):
+        cells: dict[str, Any] = {}
+        for k, v in raw.items():
+            if k is None:
+                problems.append(Problem(rel, f"line {n}", None, "more cells than header columns"))
+            elif k.startswith("metrics.") and "metrics" in props:
+                metric = _coerce_csv(v or "", {"type": "number"})
+                cells.setdefault("metrics", {})[k.removeprefix("metrics.")] = metric
+            else:
+                cells[k] = _coerce_csv(v or "", props.get(k, {}))
+        out.append((f"line {n}", {k: v for k, v in cells.items() if v is not None}))
+    return out
+
+
 def _read_table_rows(
     path: Path, rel: str, name: str, problems: list[Problem]
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """Rows of one table file and the record label (line number) of each row."""
+) -> list[tuple[str, dict[str, Any]]]:
+    """(record label, row) pairs of one table file, in file order."""
+    if path.suffix == ".json":
+        doc = _read_json(path, rel, problems)
+        if doc is None:
+            return []
+        if not isinstance(doc, list) or not all(isinstance(r, dict) for r in doc):
+            problems.append(Problem(rel, None, None, "a .json table must be an array of objects"))
+            return []
+        return [(f"#{i}", r) for i, r in enumerate(doc)]
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         problems.append(Problem(rel, None, None, f"cannot read as UTF-8 text: {exc}"))
-        return [], []
-    rows: list[dict[str, Any]] = []
-    labels: list[str] = []
+        return []
     if path.suffix == ".jsonl":
-        for n, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                row = _loads(line)
-            except ValueError as exc:
-                problems.append(Problem(rel, f"line {n}", None, f"not valid JSON: {exc}"))
-                continue
-            if not isinstance(row, dict):
-                problems.append(Problem(rel, f"line {n}", None, "a record must be a JSON object"))
-                continue
-            rows.append(row)
-            labels.append(f"line {n}")
-    elif path.suffix == ".json":
-        doc = _read_json(path, rel, problems)
-        if doc is None:
-            return [], []
-        if not isinstance(doc, list) or not all(isinstance(r, dict) for r in doc):
-            problems.append(Problem(rel, None, None, "a .json table must be an array of objects"))
-            return [], []
-        rows = doc
-        labels = [f"#{i}" for i in range(len(doc))]
-    else:
-        props = table_schema(name)["properties"]
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        for n, raw in enumerate(reader, start=2):
-            row: dict[str, Any] = {}
-            for k, v in raw.items():
-                if k is None:
-                    problems.append(
-                        Problem(rel, f"line {n}", None, "more cells than header columns")
-                    )
-                    continue
-                if k.startswith("metrics.") and "metrics" in props:
-                    row.setdefault("metrics", {})[k[8:]] = _coerce_csv(v or "", {"type": "number"})
-                    continue
-                row[k] = _coerce_csv(v or "", props.get(k, {}))
-            rows.append({k: v for k, v in row.items() if v is not None})
-            labels.append(f"line {n}")
-    return rows, labels
+        return _jsonl_rows(text, rel, problems)
+    return _csv_rows(text, rel, name, problems)
 
 
 def _walk(root: Path, problems: list[Problem]) -> list[str]:
@@ -236,7 +241,9 @@ def _load_tables(
             continue
         rel = found[0]
         claimed.update(found)
-        rows, labels = _read_table_rows(root / rel, rel, name, problems)
+        pairs = _read_table_rows(root / rel, rel, name, problems)
+        labels = [label for label, _ in pairs]
+        rows = [row for _, row in pairs]
         errs = check_rows(name, rows)
         for e in errs[:_MAX_PROBLEMS_PER_FILE]:
             problems.append(Problem(rel, labels[e.index], e.field, e.message))
@@ -289,7 +296,7 @@ def _refs(camp: Campaign, table: str, key: str, allowed: set[Any], what: str) ->
     ]
 
 
-def _cross_checks(camp: Campaign) -> list[Problem]:  # noqa: C901
+def _cross_checks(camp: Campaign) -> list[Problem]:
     out: list[Problem] = []
     arms = set(camp.arm_ids)
     arm_counts = Counter(camp.arm_ids)
@@ -338,10 +345,10 @@ def _cross_checks(camp: Campaign) -> list[Problem]:  # noqa: C901
         out += _refs(camp, "comparisons", k, requests, "request (receipts table)")
     rel = camp.table_files.get("receipts", "receipts")
     for r in camp.tables.get("receipts", []):
-        s, e = r.get("start"), r.get("end")
-        if isinstance(s, str) and isinstance(e, str) and _ns(e) is not None and _ns(s) is not None:
-            if _ns(e) < _ns(s):  # type: ignore[operator]
-                out.append(Problem(rel, camp.label(r), "end", "ends before it starts"))
+        s = _ns(r.get("start"))
+        e = _ns(r.get("end"))
+        if s is not None and e is not None and e < s:
+            out.append(Problem(rel, camp.label(r), "end", "ends before it starts"))
     for a in camp.tables.get("artifacts", []):
         p = a.get("path")
         if isinstance(p, str) and (PurePosixPath(p).is_absolute() or ".." in p.split("/")):
@@ -358,9 +365,9 @@ def _cross_checks(camp: Campaign) -> list[Problem]:  # noqa: C901
     return out
 
 
-def _ns(text: str) -> int | None:
-    from bundler._internal.timefmt import parse_rfc3339_ns
-
+def _ns(text: Any) -> int | None:
+    if not isinstance(text, str):
+        return None
     try:
         return parse_rfc3339_ns(text)
     except ValueError:
@@ -383,6 +390,37 @@ def _plan_checks(camp: Campaign, arms: set[str]) -> list[Problem]:
     return out
 
 
+def _claim_param_checks(
+    stat: Statistic, params: dict[str, Any], arms: set[str], metrics: set[Any]
+) -> list[tuple[str, str]]:
+    """(field, message) pairs for a claim's parameters."""
+    out = [(f"params.{p}", f"{stat.name} needs {p!r}") for p in stat.params if p not in params]
+    out += [
+        (f"params.{p}", f"{stat.name} takes no {p!r}")
+        for p in sorted(set(params) - {*stat.params, "attempt"})
+    ]
+    out += [
+        (f"params.{p}", f"{params[p]!r} is not an arm")
+        for p in ("arm", "baseline", "candidate")
+        if p in params and params[p] not in arms
+    ]
+    if "metric" in params and params["metric"] not in metrics:
+        out.append(("params.metric", f"{params['metric']!r} is neither gated nor recorded"))
+    return out
+
+
+def _decimals_check(value: Any, decimals: Any) -> str | None:
+    if not (isinstance(value, str) and isinstance(decimals, int)):
+        return None
+    try:
+        exp = Decimal(value).as_tuple().exponent
+    except ArithmeticError:
+        return None  # the schema's pattern check names a malformed value
+    if isinstance(exp, int) and -exp != decimals:
+        return f"value {value!r} has {-exp} decimals, not {decimals}"
+    return None
+
+
 def _claim_checks(camp: Campaign, arms: set[str]) -> list[Problem]:
     rel = camp.table_files.get("claims", "claims")
     metrics = {g.get("metric") for g in camp.tables.get("gates", [])}
@@ -392,48 +430,14 @@ def _claim_checks(camp: Campaign, arms: set[str]) -> list[Problem]:
     out = []
     for c in camp.tables.get("claims", []):
         stat = STATISTICS.get(str(c.get("statistic")))
-        if stat is None:
-            continue  # the schema check already named it
         params = c.get("params") or {}
-        if not isinstance(params, dict):
-            continue
-        for p in stat.params:
-            if p not in params:
-                out.append(Problem(rel, camp.label(c), f"params.{p}", f"{stat.name} needs {p!r}"))
-        for p in sorted(set(params) - {*stat.params, "attempt"}):
-            out.append(Problem(rel, camp.label(c), f"params.{p}", f"{stat.name} takes no {p!r}"))
-        for p in ("arm", "baseline", "candidate"):
-            if p in params and params[p] not in arms:
-                out.append(
-                    Problem(rel, camp.label(c), f"params.{p}", f"{params[p]!r} is not an arm")
-                )
-        if "metric" in params and params["metric"] not in metrics:
-            out.append(
-                Problem(
-                    rel,
-                    camp.label(c),
-                    "params.metric",
-                    f"{params['metric']!r} is neither gated nor recorded",
-                )
-            )
-        unit = c.get("unit")
-        if unit is not None and unit not in stat.units:
-            out.append(
-                Problem(rel, camp.label(c), "unit", f"{stat.name} is stated in {stat.units}")
-            )
-        value, decimals = c.get("value"), c.get("decimals")
-        if isinstance(value, str) and isinstance(decimals, int):
-            try:
-                exp = Decimal(value).as_tuple().exponent
-            except ArithmeticError:
-                continue
-            if isinstance(exp, int) and -exp != decimals:
-                out.append(
-                    Problem(
-                        rel,
-                        camp.label(c),
-                        "decimals",
-                        f"value {value!r} has {-exp} decimals, not {decimals}",
-                    )
-                )
+        if stat is None or not isinstance(params, dict):
+            continue  # the schema check already named it
+        found = _claim_param_checks(stat, params, arms, metrics)
+        if c.get("unit") is not None and c.get("unit") not in stat.units:
+            found.append(("unit", f"{stat.name} is stated in {stat.units}"))
+        bad_decimals = _decimals_check(c.get("value"), c.get("decimals"))
+        if bad_decimals:
+            found.append(("decimals", bad_decimals))
+        out += [Problem(rel, camp.label(c), f, m) for f, m in found]
     return out

@@ -111,7 +111,7 @@ class _Bar:
 
 
 def _load_keys(paths: tuple[Path, ...], trusted_file: Path | None) -> list[Any]:
-    from bundler.keys import load_public_key
+    from bundler.keys import load_public_key, parse_public_key
 
     keys = [load_public_key(p) for p in paths]
     if trusted_file is not None:
@@ -121,12 +121,7 @@ def _load_keys(paths: tuple[Path, ...], trusted_file: Path | None) -> list[Any]:
             if not entry:
                 continue
             if entry.startswith("ssh-ed25519"):
-                from cryptography.hazmat.primitives.serialization import load_ssh_public_key
-
-                try:
-                    keys.append(load_ssh_public_key(entry.encode()))
-                except ValueError as exc:
-                    raise UsageError(f"{trusted_file}: line {n}: not a key ({exc})") from exc
+                keys.append(parse_public_key(entry.encode(), f"{trusted_file}: line {n}"))
             else:
                 keys.append(load_public_key(base / entry))
     return keys
@@ -283,9 +278,8 @@ def _print_verify(rep: Any) -> None:
     )
     for s in d["signatures"]:
         who = s["verified_by"] or "no trusted key"
-        click.echo(
-            f"    #{s['index']} hint {s['keyid_hint'] or '-'}: {'valid' if s['valid'] else 'not verified'} ({who})"
-        )
+        state = "valid" if s["valid"] else "not verified"
+        click.echo(f"    #{s['index']} hint {s['keyid_hint'] or '-'}: {state} ({who})")
     click.echo(f"  members    {len(d['members'])} listed")
     for e in d["external"]:
         click.echo(
@@ -297,7 +291,7 @@ def _print_verify(rep: Any) -> None:
 
 
 @main.command(epilog=EXIT_HELP)
-@click.argument("bundle", type=click.Path(path_type=Path))
+@click.argument("bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--key",
     "key_paths",
@@ -373,7 +367,7 @@ def _media_total(dirs: tuple[Path, ...]) -> int:
 
 
 @main.command(epilog=EXIT_HELP)
-@click.argument("bundle", type=click.Path(path_type=Path))
+@click.argument("bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--key",
     "key_path",
@@ -408,7 +402,7 @@ def sign(
 
 
 @main.command(name="inspect", epilog=EXIT_HELP)
-@click.argument("bundle", type=click.Path(path_type=Path))
+@click.argument("bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--key",
     "key_paths",

@@ -81,7 +81,7 @@ def write_container(out: BinaryIO, members: Iterable[tuple[str, bytes]]) -> None
     out.write(cctx.compress(raw.getvalue()))
 
 
-def member_name_problem(name: str) -> str | None:
+def member_name_problem(name: str) -> str | None:  # noqa: PLR0911
     """Why ``name`` is not an acceptable member name, or ``None`` if it is."""
     if not name or "\x00" in name:
         return "empty name or NUL byte"
@@ -161,7 +161,7 @@ _TYPE_NAMES = {
 }
 
 
-def _take(
+def _take(  # noqa: PLR0917 - private helper of one loop
     tar: tarfile.TarFile,
     ti: tarfile.TarInfo,
     lim: Limits,

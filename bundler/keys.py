@@ -22,7 +22,14 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from bundler._internal.atomic import atomic_write_bytes
 from bundler.errors import KeyFileError, UsageError
 
-__all__ = ["KeyPair", "generate_keypair", "key_id", "load_private_key", "load_public_key"]
+__all__ = [
+    "KeyPair",
+    "generate_keypair",
+    "key_id",
+    "load_private_key",
+    "load_public_key",
+    "parse_public_key",
+]
 
 
 def key_id(public: Ed25519PublicKey) -> str:
@@ -102,14 +109,19 @@ def load_private_key(path: Path, passphrase: bytes | None = None) -> Ed25519Priv
 
 def load_public_key(path: Path) -> Ed25519PublicKey:
     """Load an Ed25519 public key: PEM (SubjectPublicKeyInfo) or one OpenSSH line."""
-    data = _read(path)
+    return parse_public_key(_read(path), str(path))
+
+
+def parse_public_key(data: bytes, where: str) -> Ed25519PublicKey:
+    """Parse an Ed25519 public key (PEM or one OpenSSH line); ``where`` names it in errors."""
+    key: object
     try:
         if data.lstrip().startswith(b"ssh-ed25519"):
             key = serialization.load_ssh_public_key(data.strip())
         else:
             key = serialization.load_pem_public_key(data)
     except (ValueError, UnsupportedAlgorithm) as exc:
-        raise KeyFileError(f"{path}: not a readable public key ({exc})") from exc
+        raise KeyFileError(f"{where}: not a readable public key ({exc})") from exc
     if not isinstance(key, Ed25519PublicKey):
-        raise KeyFileError(f"{path}: not an Ed25519 public key ({type(key).__name__})")
+        raise KeyFileError(f"{where}: not an Ed25519 public key ({type(key).__name__})")
     return key

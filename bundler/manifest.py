@@ -45,6 +45,7 @@ class ManifestError(ValueError):
 
 
 def build_manifest(
+    *,
     campaign: dict[str, Any],
     members: list[dict[str, Any]],
     tables: dict[str, int],

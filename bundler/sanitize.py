@@ -159,7 +159,7 @@ class Sanitizer:
 
     def scan(self, text: str, member: str) -> list[Finding]:
         """Report lines of ``text`` that a rule would change, without changing them."""
-        out = []
+        out: list[Finding] = []
         for n, line in enumerate(text.splitlines(), start=1):
             if not _ANY.search(line) and self._named is None:
                 continue

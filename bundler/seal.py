@@ -286,7 +286,13 @@ def seal_campaign(
     }
     finding_rows = [{"member": f.member, "line": f.line, "rule": f.rule} for f in findings]
     manifest = build_manifest(
-        summary, listed, counts, external, san.report(), finding_rows, environment()
+        campaign=summary,
+        members=listed,
+        tables=counts,
+        external=external,
+        sanitization=san.report(),
+        findings=finding_rows,
+        environment=environment(),
     )
     msha = hashlib.sha256(manifest).hexdigest()
     statement = build_statement(manifest, msha, json.loads(manifest))

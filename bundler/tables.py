@@ -113,12 +113,13 @@ def _arrow_type(prop: dict[str, Any]) -> pa.DataType:
         if isinstance(addl, dict) and addl.get("type") == "number":
             return pa.map_(pa.string(), pa.float64())
         return pa.string()  # canonical JSON text
-    return {
+    simple: dict[str, pa.DataType] = {
         "string": pa.string(),
         "integer": pa.int64(),
         "number": pa.float64(),
         "boolean": pa.bool_(),
-    }[kind]
+    }
+    return simple[kind]
 
 
 @functools.cache
@@ -141,7 +142,7 @@ def arrow_schema(name: str) -> pa.Schema:
     )
 
 
-def _is_type(value: Any, kind: str) -> bool:
+def _is_type(value: Any, kind: str) -> bool:  # noqa: PLR0911
     if kind == "null":
         return value is None
     if kind == "string":
@@ -256,7 +257,7 @@ def rows_to_table(name: str, rows: Sequence[dict[str, Any]]) -> pa.Table:
     schema = table_schema(name)
     asch = arrow_schema(name)
     props = schema["properties"]
-    arrays = []
+    arrays: list[pa.Array[Any]] = []
     for f in asch:
         if f.name == EXTRA_COLUMN:
             continue

@@ -266,15 +266,15 @@ def _check_external(
             status = "absent" if media_dirs else "external"
             report.external.append(ExternalCheck(**base, status=status))
             continue
-        d = digests[p]
-        if d.error:
+        dg = digests[p]
+        if dg.error:
             report.external.append(
-                ExternalCheck(**base, status="unreadable", found_at=str(p), detail=d.error)
+                ExternalCheck(**base, status="unreadable", found_at=str(p), detail=dg.error)
             )
-        elif d.sha256 != e["sha256"]:
+        elif dg.sha256 != e["sha256"]:
             report.external.append(
                 ExternalCheck(
-                    **base, status="mismatch", found_at=str(p), detail=f"sha256 {d.sha256}"
+                    **base, status="mismatch", found_at=str(p), detail=f"sha256 {dg.sha256}"
                 )
             )
             report.problems.append(

@@ -26,7 +26,7 @@ def validator(name: str) -> jsonschema.protocols.Validator:
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 
-def document_errors(name: str, doc: object) -> list[tuple[str | None, str]]:
+def document_errors(name: str, doc: Any) -> list[tuple[str | None, str]]:
     """Validate ``doc`` against schema ``name``; return (field path, message) pairs."""
     out: list[tuple[str | None, str]] = []
     for err in sorted(validator(name).iter_errors(doc), key=lambda e: list(map(str, e.path))):

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# The test suite, from a fresh machine: environment with the dev and media extras, then pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/env.sh dev,media
+.venv/bin/python -m pytest "$@"
