@@ -277,7 +277,7 @@ def seal_campaign(
         {"path": name, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data), "role": role}
         for name, data, role in members
     ]
-    arms = [{k: a.get(k) for k in ("id", "role", "runtime_commit")} for a in camp.doc["arms"]]
+    arms = [{k: a.get(k) for k in ("id", "role", "runtime_commit")} for a in scrubbed_doc["arms"]]
     summary = {
         "id": camp.doc["id"],
         "title": scrubbed_doc["title"],

@@ -29,6 +29,7 @@ from bundler.dsse import (
 )
 from bundler.errors import BundleFormatError, IntegrityError, Problem
 from bundler.hashing import hash_files
+from bundler.keys import key_id
 from bundler.manifest import (
     ENVELOPE_NAME,
     EXTERNAL_PREFIX,
@@ -154,8 +155,23 @@ def _check_signatures(
         )
         return None
     report.signatures = verify_envelope(env, list(trusted))
+    trusted_ids = {key_id(k) for k in trusted}
+    forged = [s for s in report.signatures if not s.valid and s.keyid_hint in trusted_ids]
+    for s in forged:
+        # The hint is unauthenticated, but a bad signature naming a trusted key is
+        # what tampering with a signed bundle looks like: say so.
+        report.problems.append(
+            Problem(
+                ENVELOPE_NAME,
+                f"signature {s.index}",
+                "sig",
+                f"does not verify with the trusted key {s.keyid_hint} it names",
+            )
+        )
     if not env.signatures:
         report.signature_status = "unsigned"
+    elif forged and not any(s.valid for s in report.signatures):
+        report.signature_status = "invalid"
     elif any(s.valid for s in report.signatures):
         # Other signatures no trusted key accepts are not problems: countersignatures
         # by parties the verifier does not know are normal.
@@ -172,10 +188,7 @@ def _check_signatures(
 
 
 def _check_members(
-    report: VerifyReport,
-    members: dict[str, Member],
-    manifest: dict[str, Any],
-    statement: dict[str, Any],
+    report: VerifyReport, members: dict[str, Member], manifest: dict[str, Any]
 ) -> None:
     listed = {m["path"]: m for m in manifest["members"]}
     report.members = manifest["members"]
@@ -195,7 +208,16 @@ def _check_members(
     for path in members:
         if path not in listed and path not in (MANIFEST_NAME, ENVELOPE_NAME):
             report.problems.append(Problem(path, None, None, "present but not in the manifest"))
-    # The statement must name exactly the manifest's members and externals.
+
+
+def _check_statement(
+    report: VerifyReport,
+    members: dict[str, Member],
+    manifest: dict[str, Any],
+    statement: dict[str, Any],
+) -> None:
+    """The signed statement must name exactly the manifest, its members and its externals."""
+    listed = {m["path"]: m for m in manifest["members"]}
     subj = {s.get("name"): s.get("digest", {}).get("sha256") for s in statement["subject"]}
     want = {MANIFEST_NAME: members[MANIFEST_NAME].sha256}
     want.update({p: m["sha256"] for p, m in listed.items()})
@@ -318,8 +340,9 @@ def open_bundle(
     if manifest is not None:
         report.format_version = manifest["format_version"]
         report.campaign = manifest["campaign"]
+        _check_members(report, members, manifest)
         if statement is not None:
-            _check_members(report, members, manifest, statement)
+            _check_statement(report, members, manifest, statement)
         _check_tables(report, members)
     return OpenedBundle(members, manifest, report)
 

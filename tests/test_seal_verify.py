@@ -408,3 +408,30 @@ def test_tar_reader_sees_no_links_or_dirs_in_a_sealed_bundle(sealed: Path) -> No
     raw = zstandard.ZstdDecompressor().decompress(sealed.read_bytes())
     with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
         assert all(ti.isreg() for ti in tar.getmembers())
+
+
+def test_corrupted_signature_of_a_trusted_key_is_invalid(
+    sealed: Path, keys: Keys, tmp_path: Path
+) -> None:
+    members = {m.name: m for m in read_container(sealed)}
+    env = json.loads(members[ENVELOPE_NAME].data)
+    sig = bytearray(base64.b64decode(env["signatures"][0]["sig"]))
+    sig[5] ^= 0x04
+    env["signatures"][0]["sig"] = base64.b64encode(bytes(sig)).decode()
+    t = repack(sealed, tmp_path / "s.bundle", {ENVELOPE_NAME: jcs.dumps(env)})
+    rep = check_bundle(t, trusted=[keys.public])
+    assert rep.signature_status == "invalid"
+    assert any(p.record == "signature 0" and keys.key_id in p.message for p in rep.problems)
+    # Even --allow-unsigned does not accept a forged signature of a trusted key.
+    assert not check_bundle(t, trusted=[keys.public], allow_unsigned=True).ok
+
+
+def test_broken_envelope_still_gets_every_member_checked(sealed: Path, tmp_path: Path) -> None:
+    t = repack(
+        sealed,
+        tmp_path / "b.bundle",
+        {ENVELOPE_NAME: b"not json", "tables/gates.parquet": b"changed"},
+    )
+    rep = check_bundle(t, allow_unsigned=True)
+    wheres = {p.where for p in rep.problems}
+    assert {ENVELOPE_NAME, "tables/gates.parquet"} <= wheres
