@@ -453,5 +453,107 @@ def inspect_cmd(bundle: Path, key_paths: tuple[Path, ...], as_json: bool) -> Non
             click.echo(f"  problem: {p}")
 
 
+@main.command(name="lint-text", epilog=EXIT_HELP)
+@click.argument(
+    "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
+)
+@json_option
+def lint_text_cmd(files: tuple[Path, ...], as_json: bool) -> None:
+    """Find closing syntax ("fixes #123") in summary text; exit 1 if any."""
+    from bundler.lint_text import find_closing_references
+
+    with _errors(as_json):
+        found = []
+        for f in files:
+            text = f.read_text(encoding="utf-8", errors="replace")
+            found += [{"file": str(f), **r.__dict__} for r in find_closing_references(text)]
+        if as_json:
+            _emit_json({"ok": not found, "findings": found})
+        else:
+            for r in found:
+                click.echo(
+                    f"{r['file']}:{r['line']}:{r['column']}: closing keyword "
+                    f"{r['keyword']!r} before {r['reference']} ({r['text']!r}); cite "
+                    "the source without it, e.g. 'vLLM-Omni PR 9241'"
+                )
+            if not found:
+                click.echo(f"no closing syntax in {len(files)} file(s)")
+        sys.exit(EXIT_INTEGRITY if found else EXIT_OK)
+
+
+def _print_inventory(rep: Any) -> None:
+    d = rep.to_dict()
+    click.echo(f"{d['root']}: {'CONSISTENT' if d['ok'] else 'INCONSISTENT'}")
+    for e in d["added"]:
+        click.echo(f"  registered  {e['path']} (id {e['id']}, kind {e['kind']})")
+    for name in d["unregistered"]:
+        click.echo(f"  unregistered {name} (run with --fix to register it)")
+    for name in d["missing"]:
+        click.echo(f"  missing     {name} (registered, not present)")
+    for m in d["mismatched"]:
+        click.echo(f"  mismatch    {m['path']}: registered {m['registered']}, now {m['actual']}")
+    for name in d["unclassified"]:
+        click.echo(f"  unclassified {name} (neither a bundle nor a campaign directory)")
+    for v in d["verify"]:
+        click.echo(
+            f"  verify      {v['path']}: {'ok' if v['ok'] else 'FAILED'} "
+            f"(signature {v['signature_status']})"
+        )
+        for p in v["problems"]:
+            click.echo(f"                {p}")
+    for a in d["artifacts"]:
+        note = f"  [{a['availability']}]" if a["class"] == "external" else ""
+        click.echo(f"  artifact    {a['entry']}: {a['path']} -> {a['class']}{note}")
+
+
+@main.command(epilog=EXIT_HELP)
+@click.argument("root", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--fix", is_flag=True, help="Register new entries (atomically; never deletes).")
+@click.option(
+    "--key",
+    "key_paths",
+    type=click.Path(path_type=Path),
+    multiple=True,
+    help="Trusted public key for verifying bundles (repeatable).",
+)
+@click.option("--trusted-keys", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--allow-unsigned", is_flag=True, help="Accept bundles no trusted key signed.")
+@click.option(
+    "--media",
+    "media_dirs",
+    type=click.Path(file_okay=False, path_type=Path),
+    multiple=True,
+    help="Folder holding external artifacts to check (repeatable).",
+)
+@json_option
+def inventory(
+    root: Path,
+    fix: bool,
+    key_paths: tuple[Path, ...],
+    trusted_keys: Path | None,
+    allow_unsigned: bool,
+    media_dirs: tuple[Path, ...],
+    as_json: bool,
+) -> None:
+    """Check that ROOT's evidence entries match its inventory.json register."""
+    from bundler.inventory import check_inventory
+
+    with _errors(as_json):
+        keys = _load_keys(key_paths, trusted_keys)
+        if not keys and not allow_unsigned:
+            raise UsageError(
+                "give --key or --trusted-keys to check bundle signatures, "
+                "or --allow-unsigned to check integrity alone"
+            )
+        rep = check_inventory(
+            root, trusted=keys, allow_unsigned=allow_unsigned, media_dirs=media_dirs, fix=fix
+        )
+        if as_json:
+            _emit_json(rep.to_dict())
+        else:
+            _print_inventory(rep)
+        sys.exit(EXIT_OK if rep.ok else EXIT_INTEGRITY)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
