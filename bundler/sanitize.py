@@ -14,7 +14,8 @@ rule               matches                                            replaced b
 ``ipv6``           tokens that parse as IPv6 addresses                ``<ip-N>``
 ``hostname``       names in ``campaign.json`` ``sanitize.hostnames``, ``<host-N>``
                    this machine's hostname, and FQDNs under common
-                   public and private suffixes
+                   public and private suffixes, except names listed
+                   in ``sanitize.keep_hosts`` (public download hosts)
 =================  =================================================  =====================
 
 Addresses and hosts get numbered pseudonyms (first appearance = 1) that are
@@ -74,7 +75,14 @@ class Finding:
 class Sanitizer:
     """Applies the scrubbing rules and counts what each rule replaced, per member and field."""
 
-    def __init__(self, hostnames: Iterable[str] = (), include_local_hostname: bool = True) -> None:
+    def __init__(
+        self,
+        hostnames: Iterable[str] = (),
+        include_local_hostname: bool = True,
+        keep_hosts: Iterable[str] = (),
+    ) -> None:
+        # Public hosts an author cites on purpose (where weights can be downloaded).
+        self._keep = {h.lower() for h in keep_hosts if h}
         names = {h for h in hostnames if h}
         if include_local_hostname:
             local = socket.gethostname()
@@ -115,19 +123,32 @@ class Sanitizer:
         s = self._sub_checked(s, hits, "ipv6", _IPV6_CANDIDATE, ipaddress.IPv6Address)
         if self._named is not None:
             s = sub("hostname", self._named, lambda m: self._pseudonym("host", m.group(0)), s)
-        s = sub("hostname", _FQDN, lambda m: self._pseudonym("host", m.group(0)), s)
+        s = self._sub_checked(s, hits, "hostname", _FQDN, self._keep_check, kind="host")
         return s, tuple(hits)
 
+    def _keep_check(self, name: str) -> None:
+        if name.lower() in self._keep:
+            raise ValueError(name)  # kept: _sub_checked leaves what does not "parse"
+
     def _sub_checked(
-        self, s: str, hits: list[str], rule: str, pattern: re.Pattern[str], parse: Any
+        self,
+        s: str,
+        hits: list[str],
+        rule: str,
+        pattern: re.Pattern[str],
+        parse: Any,
+        *,
+        kind: str = "ip",
     ) -> str:
+        """Replace matches that ``parse`` accepts (raises ValueError to keep one) by pseudonyms."""
+
         def repl(m: re.Match[str]) -> str:
             try:
                 parse(m.group(0))
             except ValueError:
                 return m.group(0)
             hits.append(rule)
-            return self._pseudonym("ip", m.group(0))
+            return self._pseudonym(kind, m.group(0))
 
         return pattern.sub(repl, s)
 

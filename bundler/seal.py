@@ -265,8 +265,8 @@ def seal_campaign(
             f"{campaign_dir}: {len(problems)} problem(s); nothing written", problems
         )
     external, ext_problems = _externals(camp, [*artifact_dirs, campaign_dir], jobs, progress)
-    hostnames = camp.doc.get("sanitize", {}).get("hostnames", [])
-    san = Sanitizer(hostnames)
+    rules = camp.doc.get("sanitize", {})
+    san = Sanitizer(rules.get("hostnames", []), keep_hosts=rules.get("keep_hosts", []))
     scrubbed_doc = san.scrub_value(camp.doc, "campaign.json", "")
     members, counts, findings, mem_problems = _members(camp, scrubbed_doc, san)
     if ext_problems or mem_problems:

@@ -93,3 +93,10 @@ def test_scan_reports_lines_without_changing_anything() -> None:
     text = "fine\nssh root@10.1.1.1\nalso fine\n"
     found = s.scan(text, "files/run.sh")
     assert [(f.line, f.rule) for f in found] == [(2, "ipv4")]
+
+
+def test_keep_hosts_are_left_alone_and_not_counted() -> None:
+    s = Sanitizer(include_local_hostname=False, keep_hosts=["download.pytorch.org"])
+    text = "https://download.pytorch.org/models/a.pth from npu-1.lan"
+    assert s.scrub(text, "m", "f") == "https://download.pytorch.org/models/a.pth from <host-1>"
+    assert s.report() == [{"member": "m", "field": "f", "rule": "hostname", "count": 1}]
