@@ -16,11 +16,15 @@ from decimal import Decimal
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from bundler._internal.schemas import document_errors
-from bundler._internal.timefmt import parse_rfc3339_ns
+from bundler._internal.timefmt import RFC3339
 from bundler.container import member_name_problem
 from bundler.errors import Problem
-from bundler.tables import TABLE_NAMES, check_rows, table_schema
+from bundler.tables import TABLE_NAMES, check_rows, table_schema, timestamps_ns
 from bundler.vocabulary import STATISTICS, Statistic
 
 __all__ = ["REQUIRED_TABLES", "Campaign", "load_campaign"]
@@ -100,6 +104,19 @@ def _coerce_csv(value: str, prop: dict[str, Any]) -> Any:
 
 
 def _jsonl_rows(text: str, rel: str, problems: list[Problem]) -> list[tuple[str, dict[str, Any]]]:
+    numbered = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    try:
+        # One C-level parse for the whole file; a count or type surprise falls back
+        # to the line-by-line path below, which names the bad line.
+        parsed = _loads("[" + ",".join(line for _, line in numbered) + "]")
+    except ValueError:
+        parsed = None
+    if (
+        isinstance(parsed, list)
+        and len(parsed) == len(numbered)
+        and all(type(r) is dict for r in parsed)
+    ):
+        return [(f"line {n}", r) for (n, _), r in zip(numbered, parsed, strict=True)]
     out = []
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -343,12 +360,7 @@ def _cross_checks(camp: Campaign) -> list[Problem]:
     requests = {r.get("request_id") for r in camp.tables.get("receipts", [])}
     for k in ("baseline_request_id", "candidate_request_id"):
         out += _refs(camp, "comparisons", k, requests, "request (receipts table)")
-    rel = camp.table_files.get("receipts", "receipts")
-    for r in camp.tables.get("receipts", []):
-        s = _ns(r.get("start"))
-        e = _ns(r.get("end"))
-        if s is not None and e is not None and e < s:
-            out.append(Problem(rel, camp.label(r), "end", "ends before it starts"))
+    out += _order_checks(camp)
     for a in camp.tables.get("artifacts", []):
         p = a.get("path")
         if isinstance(p, str) and (PurePosixPath(p).is_absolute() or ".." in p.split("/")):
@@ -365,13 +377,24 @@ def _cross_checks(camp: Campaign) -> list[Problem]:
     return out
 
 
-def _ns(text: Any) -> int | None:
-    if not isinstance(text, str):
-        return None
-    try:
-        return parse_rfc3339_ns(text)
-    except ValueError:
-        return None
+def _order_checks(camp: Campaign) -> list[Problem]:
+    """Receipts that end before they start (both timestamps valid)."""
+    rows = camp.tables.get("receipts", [])
+
+    def valid(v: Any) -> str | None:
+        return v if isinstance(v, str) and RFC3339.match(v) else None
+
+    # A missing or malformed timestamp (null here) is reported by the row check already.
+    starts = timestamps_ns([valid(r.get("start")) for r in rows]).cast(pa.int64())
+    ends = timestamps_ns([valid(r.get("end")) for r in rows]).cast(pa.int64())
+    known = np.asarray(pc.and_(pc.is_valid(starts), pc.is_valid(ends)))
+    s = np.asarray(starts.fill_null(0))
+    e = np.asarray(ends.fill_null(0))
+    bad = known & (e < s)
+    rel = camp.table_files.get("receipts", "receipts")
+    return [
+        Problem(rel, camp.label(rows[i]), "end", "ends before it starts") for i in bad.nonzero()[0]
+    ]
 
 
 def _plan_checks(camp: Campaign, arms: set[str]) -> list[Problem]:

@@ -165,6 +165,18 @@ class Sanitizer:
             self.counts[(member, field, rule)] += 1
         return cached[0]
 
+    def scrub_column(self, values: list[Any], member: str, field: str) -> list[Any]:
+        """Scrub a whole column: each distinct string once, counts weighted by repeats."""
+        if not all(v is None or type(v) is str for v in values):
+            return [self.scrub_value(v, member, field) for v in values]
+        mapping: dict[str, str] = {}
+        for text, n in Counter(v for v in values if v is not None).items():
+            out = self.scrub(text, member, field)  # counts one occurrence ...
+            for rule in self._cache[text][1]:
+                self.counts[(member, field, rule)] += n - 1  # ... and the other n - 1
+            mapping[text] = out
+        return [None if v is None else mapping[v] for v in values]
+
     def scrub_value(self, value: Any, member: str, field: str) -> Any:
         """Scrub strings inside ``value`` (nested dicts and lists too); other types unchanged."""
         if isinstance(value, str):

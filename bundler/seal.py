@@ -32,7 +32,7 @@ from bundler.manifest import (
     build_statement,
 )
 from bundler.sanitize import Finding, Sanitizer
-from bundler.tables import TABLE_NAMES, rows_to_table, table_schema
+from bundler.tables import TABLE_NAMES, rows_to_table
 
 __all__ = ["PARQUET_OPTIONS", "Progress", "SealResult", "environment", "seal_campaign"]
 
@@ -163,34 +163,13 @@ def _externals(
     return out, problems
 
 
-def _string_fields(name: str) -> set[str]:
-    props = table_schema(name)["properties"]
-    out = set()
-    for f, p in props.items():
-        kinds = p.get("type", "string")
-        kinds = [kinds] if isinstance(kinds, str) else kinds
-        if p.get("format") == "date-time" or ("pattern" in p and "0-9a-f]{64}" in p["pattern"]):
-            continue
-        if "string" in kinds or "enum" in p or "object" in kinds:
-            out.add(f)
-    return out
-
-
-def _sanitize_rows(name: str, rows: list[dict[str, Any]], san: Sanitizer) -> list[dict[str, Any]]:
+def _table_scrubber(name: str, san: Sanitizer) -> Callable[[str, list[Any]], list[Any]]:
     member = f"tables/{name}.parquet"
-    known = set(table_schema(name)["properties"])
-    strings = _string_fields(name)
-    out = []
-    for r in rows:
-        clean = {}
-        for k, v in r.items():
-            if k in strings or k not in known:
-                field_name = k if k in known else f"extra.{k}"
-                clean[k] = san.scrub_value(v, member, field_name)
-            else:
-                clean[k] = v
-        out.append(clean)
-    return out
+
+    def scrub(field_name: str, values: list[Any]) -> list[Any]:
+        return san.scrub_column(values, member, field_name)
+
+    return scrub
 
 
 def _scan(data: bytes, member: str, san: Sanitizer) -> list[Finding]:
@@ -213,10 +192,9 @@ def _members(
         )
     counts: dict[str, int] = {}
     for name in TABLE_NAMES:
-        rows = _sanitize_rows(name, camp.tables.get(name, []), san)
-        members.append(
-            (f"tables/{name}.parquet", parquet_bytes(rows_to_table(name, rows)), "table")
-        )
+        rows = camp.tables.get(name, [])
+        table = rows_to_table(name, rows, scrub=_table_scrubber(name, san))
+        members.append((f"tables/{name}.parquet", parquet_bytes(table), "table"))
         counts[name] = len(rows)
     for rel, data in sorted(camp.logs.items()):
         try:

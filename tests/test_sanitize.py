@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bundler.sanitize import Sanitizer
 
@@ -100,3 +102,17 @@ def test_keep_hosts_are_left_alone_and_not_counted() -> None:
     text = "https://download.pytorch.org/models/a.pth from npu-1.lan"
     assert s.scrub(text, "m", "f") == "https://download.pytorch.org/models/a.pth from <host-1>"
     assert s.report() == [{"member": "m", "field": "f", "rule": "hostname", "count": 1}]
+
+
+@given(
+    st.lists(
+        st.sampled_from(["10.0.0.1", "ok", "Bearer x", None, "/home/a/b", "10.0.0.1"]), max_size=30
+    )
+)
+def test_scrub_column_equals_scrubbing_each_value(values: list[str | None]) -> None:
+    a = Sanitizer(include_local_hostname=False)
+    b = Sanitizer(include_local_hostname=False)
+    col = a.scrub_column(values, "m", "f")
+    one = [None if v is None else b.scrub(v, "m", "f") for v in values]
+    assert col == one
+    assert a.report() == b.report()

@@ -160,3 +160,36 @@ def test_rfc3339_rejects_naive_and_malformed(bad: str) -> None:
 @given(st.integers(min_value=0, max_value=4_000_000_000 * 10**9))
 def test_format_ns_round_trips(ns: int) -> None:
     assert parse_rfc3339_ns(format_ns(ns)) == ns
+
+
+rfc3339 = st.builds(
+    lambda y, mo, d, h, mi, s, frac, t, off: (
+        f"{y:04d}-{mo:02d}-{d:02d}{t}{h:02d}:{mi:02d}:{s:02d}{frac}{off}"
+    ),
+    st.integers(1971, 2100),
+    st.integers(1, 12),
+    st.integers(1, 28),
+    st.integers(0, 23),
+    st.integers(0, 59),
+    st.integers(0, 59),
+    st.one_of(st.just(""), st.from_regex(r"\.[0-9]{1,9}", fullmatch=True)),
+    st.sampled_from(["T", "t"]),
+    st.one_of(
+        st.sampled_from(["Z", "z"]),
+        st.builds(
+            lambda sg, hh, mm: f"{sg}{hh:02d}:{mm:02d}",
+            st.sampled_from("+-"),
+            st.integers(0, 23),
+            st.integers(0, 59),
+        ),
+    ),
+)
+
+
+@settings(max_examples=300)
+@given(st.lists(rfc3339, min_size=1, max_size=5))
+def test_bulk_timestamp_parse_equals_reference(texts: list[str]) -> None:
+    from bundler.tables import timestamps_ns
+
+    bulk = timestamps_ns(texts).cast(pa.int64()).to_pylist()
+    assert bulk == [parse_rfc3339_ns(t) for t in texts]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-_RFC3339 = re.compile(
+RFC3339 = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?"
     r"(Z|z|[+-]\d{2}:\d{2})$"
 )
@@ -23,7 +23,7 @@ def parse_rfc3339_ns(text: str) -> int:
         ValueError: if ``text`` is not such a timestamp (a naive time is refused:
             its instant would depend on the reader's zone).
     """
-    m = _RFC3339.match(text)
+    m = RFC3339.match(text)
     if not m:
         raise ValueError(f"not an RFC 3339 date-time with offset: {text!r}")
     y, mo, d, h, mi, s, frac, off = m.groups()
