@@ -21,10 +21,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bundler._internal.schemas import document_errors
-from bundler._internal.timefmt import RFC3339
 from bundler.container import member_name_problem
 from bundler.errors import Problem
-from bundler.tables import TABLE_NAMES, check_rows, table_schema, timestamps_ns
+from bundler.tables import (
+    TABLE_NAMES,
+    check_rows,
+    datetime_problem,
+    table_schema,
+    timestamps_ns,
+)
 from bundler.vocabulary import STATISTICS, Statistic
 
 __all__ = ["REQUIRED_TABLES", "Campaign", "load_campaign"]
@@ -101,6 +106,32 @@ def _coerce_csv(value: str, prop: dict[str, Any]) -> Any:
     except ValueError:
         return value
     return value
+
+
+_JCS_INT = 2**53 - 1
+
+
+def _jcs_problem(value: Any, path: str = "") -> tuple[str, str] | None:
+    """(field, message) if ``value`` cannot be written as RFC 8785 JSON exactly.
+
+    JCS (ECMAScript numbers) cannot carry integers beyond ±(2**53 − 1) exactly;
+    rather than round them we refuse them, naming the field.
+    """
+    if isinstance(value, bool) or value is None or isinstance(value, str | float):
+        return None
+    if isinstance(value, int):
+        if abs(value) > _JCS_INT:
+            return path, f"{value} is beyond ±(2**53 − 1); write it as a string"
+        return None
+    if isinstance(value, dict):
+        items: Any = value.items()
+    else:
+        items = enumerate(value)
+    for k, v in items:
+        found = _jcs_problem(v, f"{path}.{k}" if path else str(k))
+        if found:
+            return found
+    return None
 
 
 def _jsonl_rows(text: str, rel: str, problems: list[Problem]) -> list[tuple[str, dict[str, Any]]]:
@@ -215,6 +246,8 @@ def load_campaign(root: Path) -> tuple[Campaign, list[Problem]]:
         problems += [
             Problem("campaign.json", None, f, m) for f, m in document_errors("campaign", doc)
         ]
+        if (bad := _jcs_problem(doc)) is not None:
+            problems.append(Problem("campaign.json", None, *bad))
 
     claimed = {"campaign.json"}
     _load_tables(root, rels, camp, claimed, problems)
@@ -227,13 +260,14 @@ def load_campaign(root: Path) -> tuple[Campaign, list[Problem]]:
                 Problem("scorer.json", None, f, m) for f, m in document_errors("scorer", sc)
             ]
             camp.scorer = sc if isinstance(sc, dict) else None
+            if (bad := _jcs_problem(sc)) is not None:
+                problems.append(Problem("scorer.json", None, *bad))
     external = {str(r.get("path")) for r in camp.tables.get("artifacts", [])}
     for rel in rels:
         if rel in claimed or rel in external:
             continue
-        bad = member_name_problem(rel)
-        if bad:
-            problems.append(Problem(rel, None, None, f"file name cannot be carried: {bad}"))
+        if (why := member_name_problem(rel)) is not None:
+            problems.append(Problem(rel, None, None, f"file name cannot be carried: {why}"))
             continue
         data = (root / rel).read_bytes()
         if rel.startswith("logs/"):
@@ -270,8 +304,12 @@ def _load_tables(
             )
         camp.tables[name] = rows
         camp.table_files[name] = rel
+        known = set(table_schema(name)["properties"])
         for row, label in zip(rows, labels, strict=True):
             camp.row_labels[id(row)] = label
+            unknown = row.keys() - known
+            if unknown and (bad := _jcs_problem({k: row[k] for k in unknown})) is not None:
+                problems.append(Problem(rel, label, *bad))
 
 
 def _load_plans(
@@ -281,6 +319,9 @@ def _load_plans(
         if not (rel.startswith("plans/") and rel.endswith(".json")):
             continue
         claimed.add(rel)
+        if (bad := member_name_problem(rel)) is not None:
+            problems.append(Problem(rel, None, None, f"file name cannot be carried: {bad}"))
+            continue
         raw = (root / rel).read_bytes()
         camp.plans[rel] = raw
         doc = _read_json(root / rel, rel, problems)
@@ -294,13 +335,19 @@ def _load_plans(
         problems.append(Problem("campaign.json", None, "plan", f"names {want!r}, which is absent"))
 
 
+def _ids(rows: list[dict[str, Any]], key: str) -> list[str]:
+    """The string values of ``key`` (other types were reported by the row check)."""
+    return [v for r in rows if isinstance(v := r.get(key), str)]
+
+
 def _unique(camp: Campaign, table: str, key: str) -> list[Problem]:
     rel = camp.table_files.get(table, table)
-    counts = Counter(r.get(key) for r in camp.tables.get(table, []))
+    counts = Counter(_ids(camp.tables.get(table, []), key))
     out = []
     for r in camp.tables.get(table, []):
-        if r.get(key) is not None and counts[r.get(key)] > 1:
-            out.append(Problem(rel, camp.label(r), key, f"duplicate {key} {r.get(key)!r}"))
+        v = r.get(key)
+        if isinstance(v, str) and counts[v] > 1:
+            out.append(Problem(rel, camp.label(r), key, f"duplicate {key} {v!r}"))
     return out
 
 
@@ -325,7 +372,7 @@ def _cross_checks(camp: Campaign) -> list[Problem]:
     roles = {a.get("role") for a in camp.doc.get("arms", []) if isinstance(a, dict)}
     if camp.doc and not {"baseline", "candidate"} <= roles:
         out.append(Problem("campaign.json", None, "arms", "needs a baseline and a candidate arm"))
-    attempts = {r.get("attempt_id") for r in camp.tables.get("attempts", [])}
+    attempts = set(_ids(camp.tables.get("attempts", []), "attempt_id"))
     accepted = [r for r in camp.tables.get("attempts", []) if r.get("status") == "accepted"]
     if camp.table_files.get("attempts") and len(accepted) != 1:
         out.append(
@@ -357,7 +404,7 @@ def _cross_checks(camp: Campaign) -> list[Problem]:
         out += _refs(camp, t, "attempt_id", attempts, "attempt (attempts table)")
     for t in ("receipts", "worker_exits", "telemetry"):
         out += _refs(camp, t, "arm", arms, "arm (campaign.json arms)")
-    requests = {r.get("request_id") for r in camp.tables.get("receipts", [])}
+    requests = set(_ids(camp.tables.get("receipts", []), "request_id"))
     for k in ("baseline_request_id", "candidate_request_id"):
         out += _refs(camp, "comparisons", k, requests, "request (receipts table)")
     out += _order_checks(camp)
@@ -382,7 +429,7 @@ def _order_checks(camp: Campaign) -> list[Problem]:
     rows = camp.tables.get("receipts", [])
 
     def valid(v: Any) -> str | None:
-        return v if isinstance(v, str) and RFC3339.match(v) else None
+        return v if isinstance(v, str) and datetime_problem(v) is None else None
 
     # A missing or malformed timestamp (null here) is reported by the row check already.
     starts = timestamps_ns([valid(r.get("start")) for r in rows]).cast(pa.int64())
@@ -425,9 +472,11 @@ def _claim_param_checks(
     out += [
         (f"params.{p}", f"{params[p]!r} is not an arm")
         for p in ("arm", "baseline", "candidate")
-        if p in params and params[p] not in arms
+        if p in params and (not isinstance(params[p], str) or params[p] not in arms)
     ]
-    if "metric" in params and params["metric"] not in metrics:
+    if "metric" in params and (
+        not isinstance(params["metric"], str) or params["metric"] not in metrics
+    ):
         out.append(("params.metric", f"{params['metric']!r} is neither gated nor recorded"))
     return out
 
@@ -446,7 +495,7 @@ def _decimals_check(value: Any, decimals: Any) -> str | None:
 
 def _claim_checks(camp: Campaign, arms: set[str]) -> list[Problem]:
     rel = camp.table_files.get("claims", "claims")
-    metrics = {g.get("metric") for g in camp.tables.get("gates", [])}
+    metrics: set[Any] = set(_ids(camp.tables.get("gates", []), "metric"))
     for c in camp.tables.get("comparisons", []):
         if isinstance(c.get("metrics"), dict):
             metrics.update(c["metrics"])

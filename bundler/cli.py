@@ -274,7 +274,11 @@ def _print_verify(rep: Any) -> None:
         )
     click.echo(
         f"  signature  {d['signature_status']}"
-        + (" (unsigned accepted by --allow-unsigned)" if d["allow_unsigned"] else "")
+        + (
+            " (accepted by --allow-unsigned: integrity only)"
+            if d["allow_unsigned"] and d["signature_status"] != "verified"
+            else ""
+        )
     )
     for s in d["signatures"]:
         who = s["verified_by"] or "no trusted key"

@@ -60,6 +60,7 @@ def generate_keypair(out: Path, passphrase: bytes | None = None, force: bool = F
         for p in (out, pub_path):
             if p.exists():
                 raise UsageError(f"{p}: already exists (pass --force to overwrite)")
+    out.parent.mkdir(parents=True, exist_ok=True)
     key = Ed25519PrivateKey.generate()
     enc: serialization.KeySerializationEncryption = (
         serialization.BestAvailableEncryption(passphrase)
@@ -89,7 +90,8 @@ def load_private_key(path: Path, passphrase: bytes | None = None) -> Ed25519Priv
     prompt, so scripted seals cannot hang.
     """
     data = _read(path)
-    if passphrase is None and os.environ.get("REPROBUNDLE_KEY_PASSPHRASE"):
+    encrypted = b"ENCRYPTED PRIVATE KEY" in data
+    if passphrase is None and encrypted and os.environ.get("REPROBUNDLE_KEY_PASSPHRASE"):
         passphrase = os.environ["REPROBUNDLE_KEY_PASSPHRASE"].encode("utf-8")
     try:
         key = serialization.load_pem_private_key(data, password=passphrase)

@@ -14,6 +14,7 @@ from typing import Any
 
 from bundler._internal import jcs
 from bundler._internal.schemas import document_errors
+from bundler.sanitize import RULES_VERSION
 
 __all__ = [
     "ENVELOPE_NAME",
@@ -62,7 +63,11 @@ def build_manifest(
         "members": members,
         "tables": tables,
         "external": external,
-        "sanitization": {"rules_version": "1", "scrubbed": sanitization, "unscrubbed": findings},
+        "sanitization": {
+            "rules_version": RULES_VERSION,
+            "scrubbed": sanitization,
+            "unscrubbed": findings,
+        },
         "environment": environment,
     }
     return jcs.dumps(doc)

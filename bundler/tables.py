@@ -32,13 +32,14 @@ __all__ = [
     "RowError",
     "arrow_schema",
     "check_rows",
+    "datetime_problem",
     "rows_to_table",
     "table_schema",
     "timestamps_ns",
 ]
 
 TABLE_FORMAT_VERSION = "1"
-# Table order is the order members are written and listed.
+# The order tables are reported in; members themselves are written sorted by name.
 TABLE_NAMES: tuple[str, ...] = (
     "attempts",
     "receipts",
@@ -162,6 +163,20 @@ def _is_type(value: Any, kind: str) -> bool:  # noqa: PLR0911
     return False
 
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def datetime_problem(value: str) -> str | None:
+    """Why ``value`` is not a storable RFC 3339 date-time, or None."""
+    try:
+        ns = parse_rfc3339_ns(value)
+    except ValueError:
+        return f"{value!r} is not an RFC 3339 date-time with an offset"
+    if not INT64_MIN <= ns <= INT64_MAX:
+        return f"{value!r} is outside the nanosecond range (years 1677 to 2262)"
+    return None
+
+
 def _value_error(value: Any, prop: dict[str, Any]) -> str | None:  # noqa: C901, PLR0911, PLR0912
     kinds = _types(prop)
     if "const" in prop and value != prop["const"]:
@@ -182,13 +197,12 @@ def _value_error(value: Any, prop: dict[str, Any]) -> str | None:  # noqa: C901,
         if "pattern" in prop and not _pattern(prop["pattern"]).search(value):
             return f"{value!r} does not match {prop['pattern']!r}"
         if prop.get("format") == "date-time":
-            try:
-                parse_rfc3339_ns(value)
-            except ValueError:
-                return f"{value!r} is not an RFC 3339 date-time with an offset"
+            return datetime_problem(value)
     elif isinstance(value, int | float) and not isinstance(value, bool):
         if isinstance(value, float) and not math.isfinite(value):
             return "must be a finite number"
+        if "integer" in kinds and not INT64_MIN <= value <= INT64_MAX:
+            return f"{value!r} does not fit a 64-bit integer"
         if "minimum" in prop and value < prop["minimum"]:
             return f"{value!r} is less than the minimum of {prop['minimum']}"
         if "maximum" in prop and value > prop["maximum"]:
@@ -222,6 +236,16 @@ _PY_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+def _datetimes_ok(strings: set[str]) -> bool:
+    if not all(map(RFC3339.match, strings)):
+        return False
+    try:  # impossible dates (Feb 30) and years beyond 1677..2262 fail Arrow's cast
+        timestamps_ns(list(strings))
+    except (pa.ArrowInvalid, OverflowError):
+        return False
+    return True
+
+
 def _strings_ok(strings: set[str], prop: dict[str, Any]) -> bool:
     if not strings:
         return True
@@ -231,15 +255,17 @@ def _strings_ok(strings: set[str], prop: dict[str, Any]) -> bool:
         return False
     if "pattern" in prop and not all(map(_pattern(prop["pattern"]).search, strings)):
         return False
-    return prop.get("format") != "date-time" or all(map(RFC3339.match, strings))
+    return prop.get("format") != "date-time" or _datetimes_ok(strings)
 
 
-def _numbers_ok(numbers: list[float], prop: dict[str, Any]) -> bool:
+def _numbers_ok(numbers: list[Any], prop: dict[str, Any]) -> bool:
     if not numbers:
         return True
     if not all(map(math.isfinite, numbers)):
         return False
     lo, hi = min(numbers), max(numbers)
+    if "integer" in _types(prop) and not (lo >= INT64_MIN and hi <= INT64_MAX):
+        return False
     return not (
         ("minimum" in prop and lo < prop["minimum"])
         or ("maximum" in prop and hi > prop["maximum"])

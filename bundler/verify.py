@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from bundler.container import Limits, Member, read_container
+from bundler.container import Limits, Member, member_name_problem, read_container
 from bundler.dsse import (
     INTOTO_PAYLOAD_TYPE,
     EnvelopeError,
@@ -86,7 +86,7 @@ class VerifyReport:
         return self.signature_status == "verified" or self.allow_unsigned
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form (``--json``; schema in ``specs/verify-report.md``)."""
+        """A JSON-ready form (``--json``; described in ``specs/bundle-format.md``)."""
         return {
             "path": self.path,
             "ok": self.ok,
@@ -233,16 +233,36 @@ def _check_statement(
                 f"signed subjects differ from the manifest for {names}",
             )
         )
+    pred = statement["predicate"]
+    bound = (
+        pred.get("manifest", {}).get("sha256") if isinstance(pred.get("manifest"), dict) else None
+    )
+    if (
+        bound != members[MANIFEST_NAME].sha256
+        or pred.get("campaign_id") != manifest["campaign"]["id"]
+    ):
+        report.problems.append(
+            Problem(
+                ENVELOPE_NAME, None, "predicate", "signed predicate does not bind this manifest"
+            )
+        )
 
 
-def _check_tables(report: VerifyReport, members: dict[str, Member]) -> None:
+def _check_tables(
+    report: VerifyReport, members: dict[str, Member], manifest: dict[str, Any]
+) -> None:
+    listed = {m["path"] for m in manifest["members"]}
     for name in TABLE_NAMES:
         path = f"tables/{name}.parquet"
         m = members.get(path)
+        if path not in listed:
+            # Format 1 always has every table (empty ones too): a dropped table is tampering.
+            report.problems.append(Problem(path, None, None, "format 1 requires this table"))
         if m is None:
             continue  # reported as absent (or unlisted) already
         try:
-            schema = pq.read_schema(io.BytesIO(m.data))
+            meta_file = pq.read_metadata(io.BytesIO(m.data))
+            schema = meta_file.schema.to_arrow_schema()
         except (pa.ArrowException, OSError) as exc:
             report.problems.append(Problem(path, None, None, f"not a readable Parquet file: {exc}"))
             continue
@@ -255,6 +275,11 @@ def _check_tables(report: VerifyReport, members: dict[str, Member]) -> None:
             continue
         if not schema.remove_metadata().equals(arrow_schema(name).remove_metadata()):
             report.problems.append(Problem(path, None, None, "Arrow schema differs from the spec"))
+        rows = manifest["tables"].get(name)
+        if rows != meta_file.num_rows:
+            report.problems.append(
+                Problem(path, None, "rows", f"{meta_file.num_rows} rows, manifest says {rows}")
+            )
 
 
 def _check_external(
@@ -266,6 +291,12 @@ def _check_external(
 ) -> None:
     found: dict[int, Path] = {}
     for i, e in enumerate(manifest["external"]):
+        if (why := member_name_problem(e["path"])) is not None:
+            # Never let a manifest steer hashing outside the --media folders.
+            report.problems.append(
+                Problem(EXTERNAL_PREFIX + e["path"], None, "path", f"unacceptable path: {why}")
+            )
+            continue
         for d in media_dirs:
             for cand in (d / e["path"], d / Path(e["path"]).name):
                 if cand.is_file():
@@ -292,6 +323,9 @@ def _check_external(
         if dg.error:
             report.external.append(
                 ExternalCheck(**base, status="unreadable", found_at=str(p), detail=dg.error)
+            )
+            report.problems.append(
+                Problem(EXTERNAL_PREFIX + e["path"], None, None, f"{p}: cannot read: {dg.error}")
             )
         elif dg.sha256 != e["sha256"]:
             report.external.append(
@@ -343,7 +377,7 @@ def open_bundle(
         _check_members(report, members, manifest)
         if statement is not None:
             _check_statement(report, members, manifest, statement)
-        _check_tables(report, members)
+        _check_tables(report, members, manifest)
     return OpenedBundle(members, manifest, report)
 
 
@@ -365,7 +399,8 @@ def check_bundle(
         opened = open_bundle(path, trusted=trusted, allow_unsigned=allow_unsigned, limits=limits)
     except BundleFormatError as exc:
         report = VerifyReport(str(path), allow_unsigned=allow_unsigned)
-        report.problems.append(Problem(str(path), None, None, exc.message))
+        message = exc.message.removeprefix(f"{path}: ")
+        report.problems.append(Problem(str(path), None, None, message))
         report.problems.extend(exc.problems)
         return report
     report = opened.report

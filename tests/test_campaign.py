@@ -133,3 +133,43 @@ def test_unknown_fields_are_kept(tmp_path: Path) -> None:
     camp, problems = load_campaign(write_campaign(tmp_path / "c", **{"receipts.jsonl": rows}))
     assert problems == []
     assert camp.tables["receipts"][0]["npu_clock"] == 1800
+
+
+def test_odd_types_and_ranges_are_problems_not_crashes(tmp_path: Path) -> None:
+    rows = receipts()
+    rows[0]["start"] = "2025-02-30T10:00:00Z"
+    rows[1]["start"] = "2026-03-01T10:00:60Z"
+    rows[2]["end"] = "2300-01-01T00:00:00Z"
+    rows[3]["seq"] = 2**64
+    rows[4]["attempt_id"] = {"nested": 1}
+    rows[5]["vendor_counter"] = 2**60
+    camp_dir = write_campaign(
+        tmp_path / "c",
+        **{
+            "receipts.jsonl": rows,
+            "claims.json": [
+                {
+                    "claim_id": "x",
+                    "statistic": "arm_mean_s",
+                    "params": {"arm": ["baseline"]},
+                    "value": "1",
+                    "unit": "s",
+                }
+            ],
+        },
+    )
+    doc = json.loads((camp_dir / "campaign.json").read_text())
+    doc["hardware"]["serial"] = 2**55
+    (camp_dir / "campaign.json").write_text(json.dumps(doc))
+    (camp_dir / "plans" / "a\\b.json").write_text("{}")
+    _, problems = load_campaign(camp_dir)
+    got = {(p.where, p.record, p.field) for p in problems}
+    assert ("receipts.jsonl", "line 1", "start") in got
+    assert ("receipts.jsonl", "line 2", "start") in got
+    assert ("receipts.jsonl", "line 3", "end") in got
+    assert ("receipts.jsonl", "line 4", "seq") in got
+    assert ("receipts.jsonl", "line 5", "attempt_id") in got
+    assert ("receipts.jsonl", "line 6", "vendor_counter") in got
+    assert ("claims.json", "#0", "params.arm") in got
+    assert ("campaign.json", None, "hardware.serial") in got
+    assert ("plans/a\\b.json", None, None) in got

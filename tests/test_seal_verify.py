@@ -435,3 +435,43 @@ def test_broken_envelope_still_gets_every_member_checked(sealed: Path, tmp_path:
     rep = check_bundle(t, allow_unsigned=True)
     wheres = {p.where for p in rep.problems}
     assert {ENVELOPE_NAME, "tables/gates.parquet"} <= wheres
+
+
+def test_manifest_dropping_a_table_or_miscounting_rows_fails(sealed: Path, tmp_path: Path) -> None:
+    members = {m.name: m for m in read_container(sealed)}
+    manifest = json.loads(members[MANIFEST_NAME].data)
+    manifest["members"] = [m for m in manifest["members"] if m["path"] != "tables/gates.parquet"]
+    del manifest["tables"]["gates"]
+    manifest["tables"]["receipts"] = 19
+    t = repack(
+        sealed,
+        tmp_path / "d.bundle",
+        {MANIFEST_NAME: jcs.dumps(manifest), "tables/gates.parquet": None},
+    )
+    rep = check_bundle(t, allow_unsigned=True)
+    got = {(p.where, p.field) for p in rep.problems}
+    assert ("tables/gates.parquet", None) in got
+    assert ("tables/receipts.parquet", "rows") in got
+
+
+@pytest.mark.parametrize("bad", ["../../etc/hostname", "/etc/hostname"])
+def test_external_path_cannot_escape_media_dir(sealed: Path, tmp_path: Path, bad: str) -> None:
+    members = {m.name: m for m in read_container(sealed)}
+    manifest = json.loads(members[MANIFEST_NAME].data)
+    manifest["external"] = [
+        {
+            "path": bad,
+            "sha256": "0" * 64,
+            "bytes": 1,
+            "kind": "log",
+            "availability": "x",
+            "uri": None,
+            "hashed_at_seal": False,
+        }
+    ]
+    t = repack(sealed, tmp_path / "e.bundle", {MANIFEST_NAME: jcs.dumps(manifest)})
+    media = tmp_path / "media"
+    media.mkdir()
+    rep = check_bundle(t, allow_unsigned=True, media_dirs=[media])
+    assert not rep.ok
+    assert all(e.found_at is None for e in rep.external)

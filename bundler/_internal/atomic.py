@@ -17,7 +17,10 @@ from typing import BinaryIO
 def atomic_output(path: Path, mode: int = 0o644) -> Iterator[BinaryIO]:
     """Yield a binary file that becomes ``path`` only if the block completes."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent or ".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    except OSError as exc:  # name the file the user asked for, not our temp file
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
     try:
         with os.fdopen(fd, "wb") as fh:
             yield fh
@@ -25,6 +28,10 @@ def atomic_output(path: Path, mode: int = 0o644) -> Iterator[BinaryIO]:
             os.fsync(fh.fileno())
         Path(tmp).chmod(mode)
         Path(tmp).replace(path)
+    except OSError as exc:
+        with contextlib.suppress(FileNotFoundError):
+            Path(tmp).unlink()
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             Path(tmp).unlink()
