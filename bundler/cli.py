@@ -255,6 +255,8 @@ def seal(
         click.echo(f"  external {len(res.external)} artifact(s), {hashed} hashed here")
         scrubbed = sum(r["count"] for r in res.sanitization)
         click.echo(f"  scrubbed {scrubbed} value(s) in {len(res.sanitization)} field(s)")
+        for w in res.warnings:
+            click.echo(f"  warning: {w}", err=True)
         for f in res.findings:
             click.echo(
                 f"  warning: {f['member']} line {f['line']}: looks like a {f['rule']} "
@@ -558,6 +560,18 @@ def inventory(
             _print_inventory(rep)
         sys.exit(EXIT_OK if rep.ok else EXIT_INTEGRITY)
 
+
+def _register_replay_commands() -> None:
+    # The replayer's commands live in replay/; they import their heavy parts lazily.
+    from replay.cli import replay_command
+    from replay.rerun_cli import plan_group, rerun_command
+
+    main.add_command(replay_command)
+    main.add_command(plan_group)
+    main.add_command(rerun_command)
+
+
+_register_replay_commands()
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -31,6 +31,7 @@ from bundler.manifest import (
     build_manifest,
     build_statement,
 )
+from bundler.plan_check import seal_plan_findings
 from bundler.sanitize import Finding, Sanitizer
 from bundler.tables import TABLE_NAMES, rows_to_table
 
@@ -63,6 +64,7 @@ class SealResult:
     sanitization: list[dict[str, Any]]
     findings: list[dict[str, Any]]
     signers: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def environment() -> dict[str, str]:
@@ -238,6 +240,12 @@ def seal_campaign(
     if output.resolve().is_relative_to(campaign_dir.resolve()):
         raise UsageError(f"{output}: the bundle must not be written inside the campaign directory")
     camp, problems = load_campaign(campaign_dir)
+    plan_warnings: list[Problem] = []
+    if camp.plan is not None and not problems:
+        blocking, plan_warnings = seal_plan_findings(
+            camp.plan, kind=str(camp.doc.get("kind")), where=str(camp.doc.get("plan"))
+        )
+        problems += blocking
     if problems:
         raise CampaignError(
             f"{campaign_dir}: {len(problems)} problem(s); nothing written", problems
@@ -297,4 +305,5 @@ def seal_campaign(
         sanitization=san.report(),
         findings=finding_rows,
         signers=[key_id(k.public_key()) for k in keys],
+        warnings=[str(w) for w in plan_warnings],
     )

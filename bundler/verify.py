@@ -122,7 +122,10 @@ class OpenedBundle:
 
     def table(self, name: str) -> pa.Table:
         """Read table ``name`` from its Parquet member."""
-        return pq.read_table(io.BytesIO(self.members[f"tables/{name}.parquet"].data))
+        # use_threads=False: tables are small, and pyarrow's thread pool was seen to
+        # abort ("terminate called without an active exception") at interpreter exit.
+        data = self.members[f"tables/{name}.parquet"].data
+        return pq.read_table(io.BytesIO(data), use_threads=False)
 
     def document(self, name: str) -> dict[str, Any] | None:
         """Parse JSON member ``name`` (``campaign.json``, ``scorer.json``), or None if absent."""

@@ -475,3 +475,40 @@ def test_external_path_cannot_escape_media_dir(sealed: Path, tmp_path: Path, bad
     rep = check_bundle(t, allow_unsigned=True, media_dirs=[media])
     assert not rep.ok
     assert all(e.found_at is None for e in rep.external)
+
+
+def _failing_plan() -> dict[str, object]:
+    # The seed's first failing pilot shape: 4 h request/wave timeouts inside a 3 h
+    # reservation whose soft TERM comes at 165 min (9,900 s).
+    return {
+        "plan_version": "1",
+        "id": "p",
+        "arm_order": ["baseline", "candidate", "candidate", "baseline"],
+        "warmups_per_server": 2,
+        "measured_per_server": 3,
+        "request": {"api": "videos-async", "timing_boundary": "post_to_delete"},
+        "timeouts": {"request_s": 14400, "wave_s": 14400},
+        "reservation": {"hard_limit_s": 10800, "soft_term_s": 9900, "kill_grace_s": 180},
+        "teardown": {
+            "baseline": {"term_wait_s": 60, "kill_wait_s": 90},
+            "candidate": {"term_wait_s": 30, "kill_wait_s": 60},
+        },
+    }
+
+
+def test_plan_check_errors_block_a_campaign_seal(tmp_path: Path) -> None:
+    camp = write_campaign(tmp_path / "c", **{"plans/p.json": _failing_plan()})
+    with pytest.raises(CampaignError) as exc:
+        seal_campaign(camp, tmp_path / "x.bundle")
+    assert all(p.where == "plans/p.json" for p in exc.value.problems)
+    assert any("reservation soft TERM" in p.message for p in exc.value.problems)
+    assert not (tmp_path / "x.bundle").exists()
+
+
+def test_plan_check_errors_only_warn_for_a_pilot(tmp_path: Path) -> None:
+    camp = write_campaign(tmp_path / "c", **{"plans/p.json": _failing_plan()})
+    doc = json.loads((camp / "campaign.json").read_text())
+    doc["kind"] = "pilot"
+    (camp / "campaign.json").write_text(json.dumps(doc))
+    res = seal_campaign(camp, tmp_path / "x.bundle")
+    assert any("reservation soft TERM" in w for w in res.warnings)

@@ -1,0 +1,441 @@
+"""The human report as data: titled sections of lines and tables, headline first.
+
+The terminal (:mod:`replay.report_text`) and Markdown
+(:mod:`replay.report_markdown`) renderers draw the same sections, so the two
+can never say different things.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bundler._internal.timefmt import format_ns
+from replay.claims import CONFIRMED, CONTRADICTED, UNVERIFIABLE
+from replay.exact import Exact, display, round_half_even
+from replay.quality import FAIL, PASS, UNATTESTED
+from replay.result import ReplayResult
+
+__all__ = ["Section", "Table", "headline", "sections"]
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table: column headers and rows of cell text."""
+
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
+class Section:
+    """A titled part of the report: lines and tables in order, then its evidence limits."""
+
+    title: str
+    blocks: tuple[str | Table, ...]
+    limits: tuple[str, ...] = field(default=())
+
+
+def _n(value: Exact | None, decimals: int = 2) -> str:
+    return "-" if value is None else str(round_half_even(value, decimals))
+
+
+def _f(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def headline(r: ReplayResult) -> tuple[str, ...]:
+    """The first lines of every report: outcome, then the headline figures."""
+    c = r.claims
+    status = (
+        f"{r.outcome} (exit {r.exit_code}): {c.count(CONFIRMED)} of {len(c.checks)} claims "
+        f"confirmed, {c.count(CONTRADICTED)} contradicted, {c.count(UNVERIFIABLE)} unverifiable"
+    )
+    q = r.quality
+    lines = [status]
+    lines += [f"  ✗ {why}" for why in r.failures()]
+    lines += [f"  ? {why}" for why in r.gaps()]
+    trust = (
+        f"signature verified by {', '.join(r.integrity.verified_by)}"
+        if r.integrity.trusted
+        else f"UNSIGNED/UNTRUSTED (signature {r.integrity.signature_status}; --allow-unsigned)"
+    )
+    lines.append(f"bundle {r.bundle}: {trust}")
+    for p in r.latency.pairs:
+        lines.append(
+            f"{p.baseline} {_n(_arm_mean(r, p.baseline))} s → {p.candidate} "
+            f"{_n(_arm_mean(r, p.candidate))} s: {_n(p.percent_lower)} % lower, "
+            f"{_n(p.speedup)}× inverse-latency speedup (accepted attempt {r.accepted_attempt})"
+        )
+    lines.append(
+        f"{r.latency.samples_used} measured samples; {_requests(r)}; comparisons "
+        f"{q.comparisons_passed}/{q.comparisons_total} pass; worker exits "
+        f"{r.lifecycle.clean}/{r.lifecycle.total} clean"
+        + "".join(
+            f"; peak HBM {'+' if (t.change_pct or 0) >= 0 else ''}{_n(t.change_pct)} %"
+            for t in r.telemetry.pairs
+            if t.change_pct is not None
+        )
+    )
+    return tuple(lines)
+
+
+def _arm_mean(r: ReplayResult, arm: str) -> Exact | None:
+    a = r.latency.arm(arm)
+    return a.mean_s if a else None
+
+
+def _requests(r: ReplayResult) -> str:
+    att = next(a for a in r.attempts.attempts if a.attempt_id == r.accepted_attempt)
+    phases = ", ".join(f"{k} {v}" for k, v in sorted(att.receipts_by_phase.items()))
+    return f"{att.receipts} requests ({phases})"
+
+
+def _claims(r: ReplayResult) -> Section:
+    rows = []
+    notes: list[str] = []
+    for c in r.claims.checks:
+        rows.append(
+            (
+                c.status.upper() if c.status != CONFIRMED else c.status,
+                c.claim_id,
+                c.statistic,
+                f"{c.claimed} {c.unit}",
+                "-" if c.recomputed is None else c.recomputed,
+                "-" if c.exact is None else c.exact,
+            )
+        )
+        if c.status != CONFIRMED:
+            notes.append(f"{c.claim_id} ({c.status}): {c.explanation}")
+            if c.derivation:
+                notes.append(f"    derivation: {c.derivation}")
+    blocks: list[str | Table] = [
+        Table(("status", "claim", "statistic", "claimed", "recomputed", "exact"), tuple(rows))
+    ]
+    blocks += notes
+    if r.claims.not_claimed:
+        blocks.append(
+            Table(
+                ("not claimed", "note"),
+                tuple((n.what, n.note or "") for n in r.claims.not_claimed),
+            )
+        )
+    return Section("Claims", tuple(blocks), r.limits("claims"))
+
+
+def _attempts(r: ReplayResult) -> Section:
+    a = r.attempts
+    rows = tuple(
+        (
+            x.attempt_id,
+            x.status,
+            ", ".join(f"{k} {v}" for k, v in sorted(x.receipts_by_phase.items())) or "0",
+            str(x.worker_exits),
+            str(x.telemetry),
+            str(x.comparisons),
+            str(x.entered_accepted) if x.attempt_id != a.accepted else "(accepted)",
+        )
+        for x in a.attempts
+    )
+    others = [x for x in a.attempts if x.attempt_id != a.accepted]
+    proof = (
+        f"Proof: {sum(x.entered_accepted for x in others)} request id(s) of the "
+        f"{len(others)} other attempt(s) among the {a.accepted_request_ids} accepted ones; "
+        f"{len(a.cross_attempt_comparisons)} accepted comparison(s) citing another attempt's "
+        f"receipts; {sum(a.timed_in_other_window.values())} accepted receipt(s) timed inside "
+        "another attempt's window and outside their own."
+    )
+    blocks: list[str | Table] = [
+        Table(
+            (
+                "attempt",
+                "status",
+                "receipts",
+                "exits",
+                "telemetry",
+                "comparisons",
+                "rows in accepted",
+            ),
+            rows,
+        ),
+        *(f"{x.attempt_id} ({x.status}): {x.reason}" for x in a.attempts if x.reason),
+        proof,
+        "isolated: yes" if a.isolated else "isolated: NO",
+    ]
+    if a.cross_attempt_comparisons:
+        blocks.append(
+            "comparisons citing other attempts: " + ", ".join(a.cross_attempt_comparisons)
+        )
+    for other, n in a.timed_in_other_window.items():
+        if n:
+            blocks.append(f"{n} accepted receipt(s) timed inside attempt {other}'s window")
+    return Section("Attempts", tuple(blocks), r.limits("attempts"))
+
+
+def _conformance(r: ReplayResult) -> Section:
+    c = r.conformance
+    if not c.checked:
+        return Section(
+            "Plan conformance", ("not checked: " + "; ".join(c.warnings),), r.limits("conformance")
+        )
+    rows = tuple(
+        (
+            str(i),
+            s.server,
+            s.arm,
+            format_ns(s.first_start_ns),
+            str(s.warmups),
+            f"{s.measured} ({s.measured_ok} ok)",
+            str(s.quality),
+            str(s.outside_window),
+        )
+        for i, s in enumerate(c.servers, 1)
+    )
+    blocks: list[str | Table] = [
+        f"plan {c.plan_path} (id {c.plan_id}): {c.warmups_per_server} warmups + "
+        f"{c.measured_per_server} measured per server; order "
+        f"{'/'.join(c.planned_order)}, observed {'/'.join(c.observed_order) or '-'}",
+        Table(
+            (
+                "slot",
+                "server",
+                "arm",
+                "first start",
+                "warmups",
+                "measured",
+                "quality",
+                "outside window",
+            ),
+            rows,
+        ),
+    ]
+    if c.deviations:
+        blocks.append(
+            Table(
+                ("deviation", "where", "what"),
+                tuple((d.kind, d.where, d.message) for d in c.deviations),
+            )
+        )
+    else:
+        blocks.append("deviations: none")
+    blocks += [f"warning: {w}" for w in c.warnings]
+    return Section("Plan conformance", tuple(blocks), r.limits("conformance"))
+
+
+def _latency(r: ReplayResult) -> Section:
+    lat = r.latency
+    servers = tuple(
+        (
+            s.arm,
+            s.server,
+            str(s.n),
+            _n(s.mean_s),
+            _n(s.sd_s),
+            _f(s.min_s),
+            _f(s.max_s),
+        )
+        for s in lat.servers()
+    )
+    arms = tuple(
+        (
+            a.arm,
+            a.role,
+            str(len(a.servers)),
+            str(a.n_requests),
+            _n(a.mean_s),
+            _n(a.sd_server_means_s),
+            _n(a.cv_server_means, 4),
+            _n(a.sd_requests_s),
+            _n(a.pooled_mean_s),
+        )
+        for a in lat.arms
+    )
+    blocks: list[str | Table] = [
+        f"samples: measured requests with status ok of attempt {lat.attempt}: "
+        f"{lat.samples_used}; left out: " + ", ".join(f"{k} {v}" for k, v in lat.excluded.items()),
+        Table(("arm", "server", "n", "mean s", "sd s", "min s", "max s"), servers),
+        Table(
+            (
+                "arm",
+                "role",
+                "servers",
+                "requests",
+                "mean of server means s",
+                "SD across server means s",
+                "CV",
+                "SD across requests s (labelled apart)",
+                "pooled mean s",
+            ),
+            arms,
+        ),
+        "The arm's SD is across server means (n − 1), not across individual requests: "
+        "requests on one server are not independent trials.",
+    ]
+    for p in lat.pairs:
+        blocks.append(
+            f"{p.baseline} − {p.candidate}: {_n(p.difference_s)} s; {_n(p.percent_lower)} % "
+            f"lower; speedup {_n(p.speedup)}×"
+        )
+        if p.interval is not None:
+            blocks.append(
+                f"  {p.interval.level * 100:g} % t-interval: {p.interval.low_s:.2f} … "
+                f"{p.interval.high_s:.2f} s"
+            )
+        blocks.append(f"  {p.interval_note}")
+    return Section("Latency", tuple(blocks), r.limits("latency"))
+
+
+def _lifecycle(r: ReplayResult) -> Section:
+    lc = r.lifecycle
+    rows = tuple(
+        (
+            a.arm,
+            str(a.total),
+            str(a.clean),
+            str(a.nonzero_code),
+            str(a.signalled),
+            str(a.killed),
+            _f(a.max_exit_s),
+            f"{_f(a.term_wait_s)} / {_f(a.kill_wait_s)}",
+            str(a.over_term_wait),
+            str(a.over_kill_budget),
+        )
+        for a in lc.arms
+    )
+    blocks: list[str | Table] = [
+        f"{lc.total} worker exits, {lc.clean} clean (exit code 0, no signal, within the "
+        "plan's TERM wait for the arm); per server: "
+        + ", ".join(f"{k} {v}" for k, v in lc.per_server.items()),
+        Table(
+            (
+                "arm",
+                "exits",
+                "clean",
+                "code≠0",
+                "signal",
+                "killed",
+                "max exit s",
+                "budget TERM/KILL s",
+                "over TERM",
+                "over TERM+KILL",
+            ),
+            rows,
+        ),
+    ]
+    for u in lc.unclean:
+        blocks.append(f"unclean: {u.server} {u.worker}: {'; '.join(u.reasons)}")
+    if lc.unclean_total > len(lc.unclean):
+        blocks.append(f"... and {lc.unclean_total - len(lc.unclean)} more unclean exits")
+    return Section("Lifecycle", tuple(blocks), r.limits("lifecycle"))
+
+
+def _telemetry(r: ReplayResult) -> Section:
+    t = r.telemetry
+    rows = tuple(
+        (
+            a.arm,
+            str(a.servers),
+            str(a.devices),
+            str(a.samples),
+            _n(a.mean_peak_mb),
+            _n(a.max_peak_mb),
+        )
+        for a in t.arms
+    )
+    blocks: list[str | Table] = [
+        f"sampled by {t.source or 'an unrecorded source'}; peak = largest hbm_used_mb per "
+        "(server, device); arm = mean of its peaks",
+        Table(("arm", "servers", "devices", "samples", "mean peak MB", "max peak MB"), rows),
+    ]
+    blocks += [
+        f"{p.baseline} → {p.candidate}: mean sampled peak HBM change {_n(p.change_pct)} %"
+        for p in t.pairs
+    ]
+    return Section("Telemetry", tuple(blocks), r.limits("telemetry"))
+
+
+def _quality(r: ReplayResult) -> Section:
+    q = r.quality
+    rows = []
+    for g in q.gates:
+        c = g.closest
+        rows.append(
+            (
+                g.gate.gate_id,
+                f"{g.gate.metric} {g.gate.op} {g.gate.threshold:g}",
+                g.gate.definition,
+                f"{g.passed}/{g.checks}"
+                + (f" ({g.failed} fail)" if g.failed else "")
+                + (f" ({g.unattested} unattested)" if g.unattested else ""),
+                "-" if c is None else f"{c.value:g} ({c.comparison_id})",
+                "-" if c is None else display(c.margin),
+                "CLOSE" if c is not None and c.close else "",
+            )
+        )
+    blocks: list[str | Table] = [
+        f"{q.comparisons_passed} of {q.comparisons_total} comparisons pass every gate whose "
+        f"metric they record; {q.comparisons_failed} fail; {q.comparisons_unattested} "
+        f"unattested; scorer identity {'recorded' if q.scorer_attested else 'ABSENT'}",
+        Table(
+            (
+                "gate",
+                "rule",
+                "definition",
+                "pass",
+                "closest value",
+                "margin",
+                "flag",
+            ),
+            tuple(rows),
+        ),
+    ]
+    bad = [c for c in q.checks if c.verdict != PASS]
+    for c in bad[:50]:
+        verdict = "FAIL" if c.verdict == FAIL else c.verdict.upper()
+        blocks.append(
+            f"{verdict}: {c.comparison_id} {c.metric} = {c.value:g} ({c.gate_id}, margin "
+            f"{display(c.margin)})"
+            + (
+                " [the recorded value passes]"
+                if c.verdict == UNATTESTED and c.passes_recorded
+                else ""
+            )
+        )
+    if len(bad) > 50:
+        blocks.append(f"... and {len(bad) - 50} more")
+    if q.ungated_comparisons:
+        blocks.append(f"warning: {q.ungated_comparisons} comparison(s) record no gated metric")
+    if q.never_evaluated:
+        blocks.append("warning: gates never evaluated: " + ", ".join(q.never_evaluated))
+    return Section("Quality", tuple(blocks), r.limits("quality"))
+
+
+def _integrity(r: ReplayResult) -> Section:
+    i = r.integrity
+    blocks: list[str | Table] = [
+        f"format {i.format_version}; {i.members} members verified against the signed "
+        f"manifest; signature {i.signature_status}"
+        + (f" by {', '.join(i.verified_by)}" if i.verified_by else ""),
+    ]
+    diffs = [
+        f"{k} {i.environment.get(k)} at seal, {v} now"
+        for k, v in i.environment_now.items()
+        if i.environment.get(k) not in (None, v)
+    ]
+    if diffs:
+        blocks.append("environment differs: " + "; ".join(diffs))
+    return Section("Integrity", tuple(blocks), r.limits("integrity"))
+
+
+def sections(r: ReplayResult) -> tuple[Section, ...]:
+    """Every section of the human report, headline first."""
+    return (
+        Section("Replay", headline(r)),
+        _claims(r),
+        _attempts(r),
+        _conformance(r),
+        _latency(r),
+        _lifecycle(r),
+        _telemetry(r),
+        _quality(r),
+        _integrity(r),
+    )

@@ -1,0 +1,377 @@
+"""``bundle plan check`` and ``bundle rerun``: click commands (registered by ``bundler/cli.py``).
+
+Both parse, call one library function (:func:`bundler.plan_check.check_plan`,
+:func:`replay.rerun.runner.run_rerun`), and print text or ``--json``.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from bundler.errors import BundleError, CouldNotRunError, UsageError
+
+__all__ = ["PLAN_EXIT_HELP", "RERUN_EXIT_HELP", "plan_group", "rerun_command"]
+
+PLAN_EXIT_HELP = """\b
+Exit codes:
+  0  no error (warnings allowed unless --strict)
+  1  integrity: the bundle given is tampered or malformed
+  2  the plan has errors (or warnings with --strict), or bad arguments
+  3  could not run: I/O error
+"""
+
+RERUN_EXIT_HELP = """\b
+Exit codes:
+  0  the attempt was accepted: every arm position ran and every request succeeded
+  1  integrity: the bundle does not verify, or is not trusted (--key / --allow-unsigned)
+  2  usage: bad arguments, a missing target or input, a runtime commit mismatch at an endpoint
+  3  the attempt was interrupted (reservation watchdog, SIGTERM, SIGINT), or I/O error
+  4  the attempt was rejected: a request failed or timed out, a server did not start,
+     or a launched server reported another runtime commit
+"""
+
+_EXIT_REJECTED = 4
+
+
+def _emit_json(doc: Any) -> None:
+    click.echo(json.dumps(doc, indent=2, sort_keys=True, default=str))
+
+
+def _fail(exc: BundleError, as_json: bool) -> NoReturn:
+    if as_json:
+        _emit_json(
+            {
+                "ok": False,
+                "error": exc.message,
+                "exit_code": exc.exit_code,
+                "problems": [str(p) for p in exc.problems],
+            }
+        )
+    click.echo(f"error: {exc}", err=True)
+    sys.exit(exc.exit_code)
+
+
+@contextmanager
+def _errors(as_json: bool) -> Iterator[None]:
+    try:
+        yield
+    except BundleError as exc:
+        _fail(exc, as_json)
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        _fail(CouldNotRunError(f"{where}{exc.strerror or exc}"), as_json)
+
+
+def _load_plan(source: Path) -> tuple[str, dict[str, Any]]:
+    """The plan in a JSON file, or the plan in force inside a bundle."""
+    data = source.read_bytes()
+    if data[:4] == b"\x28\xb5\x2f\xfd":  # zstd frame magic: a bundle
+        from bundler.verify import open_bundle
+
+        opened = open_bundle(source, allow_unsigned=True)
+        if opened.report.problems:
+            from bundler.errors import IntegrityError
+
+            raise IntegrityError(f"{source}: the bundle does not verify", opened.report.problems)
+        campaign = opened.document("campaign.json") or {}
+        name = str(campaign.get("plan", ""))
+        member = opened.members.get(name)
+        if member is None:
+            raise UsageError(f"{source}: campaign.json names plan {name!r}, which is absent")
+        data = member.data
+        label = f"{source}:{name}"
+    else:
+        label = str(source)
+    try:
+        doc = json.loads(data)
+    except ValueError as exc:
+        raise UsageError(f"{label}: not valid JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise UsageError(f"{label}: a plan must be a JSON object")
+    return label, doc
+
+
+def _print_check(label: str, result: Any) -> None:
+    t = result.timeouts
+    click.echo(f"plan {result.plan_id} ({label})")
+    click.echo(
+        f"  timeouts  request {t.get('request_s')} s, wave {t.get('wave_s')} s, "
+        f"arm {t.get('arm_s')} s; start-up budget {t.get('startup_budget_s')} s"
+    )
+    res = result.reservation
+    if res is not None:
+        click.echo(
+            f"  reservation  hard {res.hard_limit_s:g} s, soft TERM {res.soft_term_s:g} s, "
+            f"kill grace {res.kill_grace_s:g} s"
+            + (
+                "; watchdog is the declared failure boundary"
+                if res.watchdog_is_failure_boundary
+                else ""
+            )
+        )
+    click.echo("  arm positions (worst case = start-up + wave budget + TERM/KILL budgets):")
+    for b in result.slots:
+        s = b.slot
+        click.echo(
+            f"    {s.position}. {s.arm:<12} {s.server:<14} {s.requests} requests  "
+            f"worst case {b.worst_case_s:,.0f} s"
+        )
+    if result.slots:
+        click.echo(f"    all positions at their worst case: {result.worst_case_total_s:,.0f} s")
+    click.echo("  a stuck first request in each arm position:")
+    for sc in result.scenarios:
+        click.echo(f"    - {sc.describe()}")
+    for a in result.assumptions:
+        click.echo(f"  assuming {a}")
+    for f in result.findings:
+        click.echo(f"  {f.level.upper():<7} {f.path}: {f.message} [{f.code}]")
+    verdict = "FAILS" if result.errors else "passes"
+    click.echo(f"  {verdict}: {len(result.errors)} error(s), {len(result.warnings)} warning(s)")
+
+
+@click.group("plan")
+def plan_group() -> None:
+    """Frozen plans: check their timeout hierarchy."""
+
+
+@plan_group.command("check", epilog=PLAN_EXIT_HELP)
+@click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--reservation-used",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Seconds of the reservation already used before the first arm position.",
+)
+@click.option("--strict", is_flag=True, help="Fail on warnings too.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON result on stdout.")
+def plan_check_command(source: Path, reservation_used: float, strict: bool, as_json: bool) -> None:
+    """Check SOURCE (a plan JSON file, or a bundle's plan in force): does every deadline fit?"""
+    from bundler.plan_check import check_plan
+
+    with _errors(as_json):
+        label, plan = _load_plan(source)
+        result = check_plan(plan, elapsed_s=reservation_used)
+        if as_json:
+            _emit_json({"source": label, **result.to_dict()})
+        else:
+            _print_check(label, result)
+        failed = bool(result.errors) or (strict and bool(result.warnings))
+        sys.exit(2 if failed else 0)
+
+
+def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
+    out = {}
+    for v in values:
+        name, sep, rest = v.partition("=")
+        if not sep or not name or not rest:
+            raise UsageError(f"{option} {v!r}: expected NAME=VALUE")
+        out[name] = rest
+    return out
+
+
+def _print_dry_run(prep: Any) -> None:
+    click.echo(
+        f"frozen plan {prep.source.plan_name} of {prep.source.campaign.get('id')}: "
+        f"{len(prep.schedule)} arm positions, {prep.total_requests} requests, api {prep.api}, "
+        f"boundary {prep.timing_boundary}, poll every {prep.poll_interval_s:g} s"
+    )
+    low = high = 0.0
+    known = True
+    for sp, est in zip(prep.schedule, prep.estimates, strict=True):
+        phases = ", ".join(f"{r.phase} #{r.seq}" for r in sp.requests)
+        click.echo(f"  {sp.slot.position}. {sp.arm} on {sp.server} ({sp.commit[:12]}): {phases}")
+        if est.sealed_requests_s is None:
+            known = False
+        else:
+            low += est.sealed_requests_s
+            high += est.sealed_requests_s + est.startup_budget_s + est.teardown_budget_s
+    for argv in prep.launch_commands():
+        click.echo(f"  launch: {shlex.join(argv)}")
+    if known:
+        click.echo(
+            f"  expected duration: {low:,.0f} s of requests as sealed "
+            f"({low / 3600:.2f} h); at most {high:,.0f} s ({high / 3600:.2f} h) with every "
+            "start-up and teardown budget used"
+        )
+    status = "passes" if prep.check.ok else "FAILS"
+    click.echo(
+        f"  plan check {status}: {len(prep.check.errors)} error(s), "
+        f"{len(prep.check.warnings)} warning(s) (bundle plan check for details)"
+    )
+
+
+@click.command("rerun", epilog=RERUN_EXIT_HELP)
+@click.argument("bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Rerun campaign directory (created, or an earlier rerun of the same bundle to add to).",
+)
+@click.option(
+    "--endpoint",
+    "endpoints",
+    multiple=True,
+    metavar="NAME=URL",
+    help="A running server for a server name or an arm id (repeatable).",
+)
+@click.option("--launch", is_flag=True, help="Start each server from the plan's launch template.")
+@click.option(
+    "--launch-command",
+    metavar="TEMPLATE",
+    help="Launch template replacing the plan's; placeholders {port} {host} {arm} {server} "
+    "{commit} {python} {model}, and {args} for the arm's launch.<arm>.args.",
+)
+@click.option(
+    "--launch-cwd",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="Working directory of launched servers (default: the current one).",
+)
+@click.option(
+    "--env", "env", multiple=True, metavar="KEY=VALUE", help="Environment of launched servers."
+)
+@click.option(
+    "--inputs",
+    "inputs",
+    multiple=True,
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="Folder holding input files the payload names and the bundle does not carry.",
+)
+@click.option(
+    "--telemetry",
+    type=click.Choice(["npu-smi", "nvidia-smi", "none"]),
+    help="Telemetry source (default: the plan's telemetry.source).",
+)
+@click.option(
+    "--telemetry-command",
+    metavar="CMD",
+    help="Command line replacing the telemetry tool's (same output format).",
+)
+@click.option(
+    "--allow-unverified-commit",
+    is_flag=True,
+    help="Run against a server that does not report its runtime commit (recorded as unverified).",
+)
+@click.option(
+    "--key",
+    "key_paths",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Trusted public key of the bundle (repeatable).",
+)
+@click.option("--allow-unsigned", is_flag=True, help="Rerun a bundle no trusted key signed.")
+@click.option(
+    "--reservation-used",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    help="Seconds of the device reservation already used (set-up) before the rerun starts.",
+)
+@click.option(
+    "--accelerator", help="What the rerun ran on, for campaign.json (e.g. 'Ascend 910B1')."
+)
+@click.option(
+    "--dry-run", is_flag=True, help="Show the schedule, commands and estimate; run nothing."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON result on stdout.")
+def rerun_command(  # noqa: PLR0917 - click passes every option as a positional parameter
+    bundle: Path,
+    out_dir: Path,
+    endpoints: tuple[str, ...],
+    launch: bool,
+    launch_command: str | None,
+    launch_cwd: Path | None,
+    env: tuple[str, ...],
+    inputs: tuple[Path, ...],
+    telemetry: str | None,
+    telemetry_command: str | None,
+    allow_unverified_commit: bool,
+    key_paths: tuple[Path, ...],
+    allow_unsigned: bool,
+    reservation_used: float,
+    accelerator: str | None,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Execute BUNDLE's frozen plan against real servers; write a rerun campaign into --out."""
+    from bundler.keys import load_public_key
+    from replay.rerun.runner import (
+        RerunControl,
+        RerunEvent,
+        RerunOptions,
+        prepare_rerun,
+        run_rerun,
+    )
+
+    with _errors(as_json):
+        if not key_paths and not allow_unsigned:
+            raise UsageError("give --key PUB to check the bundle's signature, or --allow-unsigned")
+        options = RerunOptions(
+            endpoints=_pairs(endpoints, "--endpoint"),
+            launch=launch,
+            launch_command=launch_command,
+            launch_cwd=launch_cwd,
+            env=_pairs(env, "--env"),
+            inputs=inputs,
+            telemetry=telemetry,
+            telemetry_command=shlex.split(telemetry_command) if telemetry_command else None,
+            allow_unverified_commit=allow_unverified_commit,
+            reservation_used_s=reservation_used,
+            accelerator=accelerator,
+            trusted=[load_public_key(p) for p in key_paths],
+            allow_unsigned=allow_unsigned,
+        )
+        if dry_run:
+            prep = prepare_rerun(bundle, options)
+            if as_json:
+                _emit_json(
+                    {
+                        "ok": True,
+                        "slots": [
+                            {"arm": s.arm, "server": s.server, "requests": len(s.requests)}
+                            for s in prep.schedule
+                        ],
+                        "launch": prep.launch_commands(),
+                        "estimates": [e.__dict__ for e in prep.estimates],
+                        "plan_check": prep.check.to_dict(),
+                    }
+                )
+            else:
+                _print_dry_run(prep)
+            return
+
+        def show(e: RerunEvent) -> None:
+            count = f"[{e.done}/{e.total}] " if e.total else ""
+            click.echo(f"{count}{e.kind}: {e.message}", err=True)
+
+        control = RerunControl()
+        restore = control.install_signal_handlers()
+        try:
+            result = run_rerun(bundle, out_dir, options, progress=show, control=control)
+        finally:
+            restore()
+        if as_json:
+            _emit_json({"ok": result.status == "accepted", **result.to_dict()})
+        else:
+            click.echo(f"rerun {result.attempt_id} -> {result.out_dir}: {result.status.upper()}")
+            if result.reason:
+                click.echo(f"  reason   {result.reason}")
+            click.echo("  rows     " + ", ".join(f"{k} {v}" for k, v in result.counts.items()))
+            if result.status == "accepted":
+                click.echo(f"  next     bundle seal {result.out_dir} -o RERUN.bundle --key KEY")
+            else:
+                click.echo(
+                    "  next     run again with the same --out to add an attempt; "
+                    "this one stays recorded"
+                )
+        codes = {"accepted": 0, "rejected": _EXIT_REJECTED, "interrupted": 3}
+        sys.exit(codes[result.status])

@@ -1,0 +1,330 @@
+"""End to end: seal a campaign, rerun its frozen plan with ``--launch`` on the reference server,
+seal the rerun, compare.
+
+The sealed campaign (tests/reference_server/campaign.py) says baseline server
+means 0.6175 and 0.6175 s, candidate 0.2175 and 0.2175 s, so arm means 0.6175
+and 0.2175 s and a speedup of 0.6175 / 0.2175 = 2.8391. The reference server
+really takes 0.60 and 0.20 s per job (the plan's launch arguments), plus
+polling every 0.01 s and HTTP on loopback.
+
+Tolerance: here the effect reproduces when the rerun's speedup is within 30 %
+of the sealed one (``TOLERANCE``). Each request carries the overhead of POST,
+polls, download and DELETE on loopback, which grows with the machine's load
+and weighs most on the 0.20 s candidate job. Measured on this 2-core machine,
+rerun speedup vs the sealed 2.839x: about -2 % idle; -4.2 % and -5.6 % with two
+CPU-bound processes running beside the test; -13.7 % and -25.0 % with four
+(candidate requests then took 0.26 and 0.30 s). 30 % keeps the test stable on
+a shared machine and still separates the sealed effect from none (1x) or a
+reversed one. On hardware the default 10 % (``compare.DEFAULT_TOLERANCE``)
+applies: there this overhead is seconds against jobs of ~110 and ~400 s; the
+tolerance rule itself is checked exactly in tests/test_rerun_units.py. Arm means
+are also checked against bounds derived by hand: never below the server's
+latency (a job completes only after it), and at most 0.25 s above it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from bundler.campaign import load_campaign
+from bundler.plan_check import check_plan
+from bundler.seal import seal_campaign
+from bundler.verify import OpenedBundle, open_bundle
+from replay.rerun.compare import compare_bundles, format_comparison
+from replay.rerun.runner import RerunControl, RerunEvent, RerunOptions, run_rerun
+from replay.rerun_cli import rerun_command
+from tests.conftest import Keys
+from tests.reference_server import REPO_ROOT
+from tests.reference_server.campaign import LATENCY_S, campaign_plan, tiny_png, write_campaign
+from tests.reference_server.media import make_mp4
+from tests.reference_server.server import Config, shared_cache_file
+
+pytestmark = pytest.mark.slow
+
+TOLERANCE = 0.30
+OVERHEAD_BOUND_S = 0.25
+NPU_SMI = REPO_ROOT / "tests" / "fixtures" / "npu-smi" / "info-910b1-serving.txt"
+RECEIPT_COLUMNS = [
+    "request_id",
+    "attempt_id",
+    "arm",
+    "server",
+    "phase",
+    "seq",
+    "status",
+    "timeout_level",
+    "e2e_s",
+    "output_sha256",
+]
+EXIT_COLUMNS = ["attempt_id", "arm", "server", "worker", "exit_code", "signal", "exit_s", "killed"]
+
+
+def rows(opened: OpenedBundle, table: str, columns: list[str]) -> list[dict[str, Any]]:
+    t = opened.table(table)
+    out: list[dict[str, Any]] = t.select(columns).to_pylist()
+    return out
+
+
+def expected_clip_sha256() -> str:
+    """The reference server's clip for the plan's payload, made here without any HTTP."""
+    clip = make_mp4(42, "a violinist at dusk", reference=tiny_png())
+    return hashlib.sha256(clip).hexdigest()
+
+
+def test_rerun_reproduces_the_effect_and_records_a_hang_and_a_stubborn_worker(
+    tmp_path: Path, keys: Keys
+) -> None:
+    clip = expected_clip_sha256()
+    camp = write_campaign(tmp_path / "camp", output_sha256=clip)
+    sealed_path = tmp_path / "orig.bundle"
+    seal_campaign(camp, sealed_path, keys=[keys.private])
+    out = tmp_path / "rerun"
+    cache = tmp_path / "media-cache"
+    cache.mkdir()
+    # Pre-seed the servers' shared clip cache: no server spends its warmup encoding (on a
+    # loaded machine that alone could pass the 2.5 s request timeout).
+    clip_file = shared_cache_file(cache, "42", "a violinist at dusk", tiny_png(), Config())
+    clip_file.write_bytes(make_mp4(42, "a violinist at dusk", reference=tiny_png()))
+    args = [
+        str(sealed_path),
+        "--out",
+        str(out),
+        "--launch",
+        "--launch-cwd",
+        str(REPO_ROOT),
+        "--key",
+        str(keys.public_path),
+        "--telemetry-command",
+        f"cat {NPU_SMI}",
+        "--accelerator",
+        "reference server (loopback)",
+        # Servers share one rendered clip instead of each encoding it on its first request.
+        "--env",
+        f"REFSERVER_MEDIA_CACHE={cache}",
+    ]
+    # Attempt 1 (library API): the second request on candidate-1 hangs, worker 1 of
+    # baseline-1 ignores TERM, and the operator stops the run once candidate-1 is torn down.
+    faults = {"candidate-1": {"hang_requests": [2]}, "baseline-1": {"ignore_term_workers": [1]}}
+    control = RerunControl()
+
+    def stop_after_candidate_1(event: RerunEvent) -> None:
+        if event.kind == "teardown" and event.message.startswith("candidate-1:"):
+            control.interrupt(None, "stopped by the operator after candidate-1")
+
+    opts = RerunOptions(
+        launch=True,
+        launch_cwd=REPO_ROOT,
+        trusted=[keys.public],
+        telemetry_command=["cat", str(NPU_SMI)],
+        env={"REFSERVER_FAULTS": json.dumps(faults), "REFSERVER_MEDIA_CACHE": str(cache)},
+    )
+    first = run_rerun(sealed_path, out, opts, progress=stop_after_candidate_1, control=control)
+    assert first.status == "interrupted"
+    assert first.reason == (
+        "stopped by the operator after candidate-1; never started: candidate-2, baseline-2"
+    )
+    # Attempt 2 (CLI) into the same directory: clean, accepted.
+    second = CliRunner().invoke(rerun_command, args)
+    assert second.exit_code == 0, second.output
+    assert "ACCEPTED" in second.output
+    campaign, problems = load_campaign(out)
+    assert problems == []
+    assert campaign.doc["kind"] == "rerun"
+    assert (
+        campaign.doc["rerun_of"]["bundle_sha256"]
+        == hashlib.sha256(sealed_path.read_bytes()).hexdigest()
+    )
+    rerun_path = tmp_path / "rerun.bundle"
+    seal_campaign(out, rerun_path, keys=[keys.private])
+    rb = open_bundle(rerun_path, trusted=[keys.public])
+    sb = open_bundle(sealed_path, trusted=[keys.public])
+    assert rb.report.ok and sb.report.ok
+
+    attempts = {
+        r["attempt_id"]: r for r in rows(rb, "attempts", ["attempt_id", "status", "reason"])
+    }
+    assert attempts["rerun-1"]["status"] == "interrupted"
+    assert attempts["rerun-2"]["status"] == "accepted"
+
+    receipts = rows(rb, "receipts", RECEIPT_COLUMNS)
+    # (2 + 4 servers) x (1 warmup + 2 measured): both attempts kept, each under its own id.
+    assert len(receipts) == (2 + 4) * 3
+    # The hung request: the second on candidate-1 (seq 1), ended by its 2.5 s request timeout.
+    hung = [r for r in receipts if r["status"] != "ok"]
+    assert [
+        (r["attempt_id"], r["server"], r["seq"], r["phase"], r["status"], r["timeout_level"])
+        for r in hung
+    ] == [("rerun-1", "candidate-1", 1, "measured", "timeout", "request")]
+    assert 2.5 <= hung[0]["e2e_s"] < 3.5
+    assert hung[0]["output_sha256"] is None
+    # Every delivered clip is the one the plan's payload asks for (the input reference arrived).
+    assert {r["output_sha256"] for r in receipts if r["status"] == "ok"} == {clip}
+
+    exits = rows(rb, "worker_exits", EXIT_COLUMNS)
+    # Per server: the server process + 2 workers; 2 servers ran in attempt 1, 4 in attempt 2.
+    assert len([e for e in exits if e["attempt_id"] == "rerun-1"]) == 6
+    assert len([e for e in exits if e["attempt_id"] == "rerun-2"]) == 12
+    killed = [e for e in exits if e["killed"]]
+    assert [(e["attempt_id"], e["server"], e["signal"], e["exit_code"]) for e in killed] == [
+        ("rerun-1", "baseline-1", "SIGKILL", None)
+    ]
+    # KILL only after the plan's 0.6 s TERM wait; gone well inside its 2 s KILL wait.
+    assert 0.6 <= killed[0]["exit_s"] < 0.6 + 2.0
+    others = [e for e in exits if not e["killed"]]
+    assert all(e["exit_code"] == 0 and e["signal"] is None for e in others)
+    assert all(e["exit_s"] < 0.6 for e in others)
+
+    # The effect, by hand with numpy over the accepted attempt's measured requests.
+    def arm_mean(opened: OpenedBundle, attempt: str, arm: str) -> float:
+        servers: dict[str, list[float]] = {}
+        for r in rows(opened, "receipts", RECEIPT_COLUMNS):
+            if (r["attempt_id"], r["arm"], r["phase"], r["status"]) == (
+                attempt,
+                arm,
+                "measured",
+                "ok",
+            ):
+                servers.setdefault(r["server"], []).append(r["e2e_s"])
+        assert len(servers) == 2 and all(len(v) == 2 for v in servers.values())
+        return float(np.mean([np.mean(v) for v in servers.values()]))
+
+    sealed_base, sealed_cand = (
+        arm_mean(sb, "orig-1", "baseline"),
+        arm_mean(sb, "orig-1", "candidate"),
+    )
+    assert (sealed_base, sealed_cand) == pytest.approx((0.6175, 0.2175), abs=1e-12)
+    base, cand = arm_mean(rb, "rerun-2", "baseline"), arm_mean(rb, "rerun-2", "candidate")
+    assert LATENCY_S["baseline"] <= base <= LATENCY_S["baseline"] + OVERHEAD_BOUND_S
+    assert LATENCY_S["candidate"] <= cand <= LATENCY_S["candidate"] + OVERHEAD_BOUND_S
+    sealed_speedup = 0.6175 / 0.2175  # 2.8391
+    assert abs((base / cand) / sealed_speedup - 1) <= TOLERANCE
+
+    cmp = compare_bundles(rb, sb, tolerance=TOLERANCE)
+    assert cmp.reproduced is True and cmp.plan_matches
+    (effect,) = cmp.effects
+    assert (effect.rerun_baseline_s, effect.rerun_candidate_s) == pytest.approx((base, cand))
+    assert effect.sealed_speedup == pytest.approx(sealed_speedup)
+    assert effect.rerun_percent_lower == pytest.approx((1 - cand / base) * 100)
+    assert effect.speedup_ratio == pytest.approx((base / cand) / sealed_speedup)
+    assert cmp.rerun.attempt == "rerun-2"
+    assert cmp.rerun.other_attempts == {"rerun-1": "interrupted"}
+    assert (cmp.rerun.lifecycle.total, cmp.rerun.lifecycle.clean) == (12, 12)
+    assert cmp.rerun.statuses == {"ok": 12}
+    # Same payload, seed and input: all 12 rerun clips carry the sealed hash.
+    assert (cmp.outputs_compared, cmp.outputs_matching) == (12, 12)
+    # npu-smi fixture, sampled on every server: HBM per device 59356, 59351, 59351, 59346,
+    # 59351, 59345, 59351, 9876 -> mean of the per-device peaks 425,327 / 8 = 53,165.875 MB.
+    assert cmp.rerun.hbm_peak_mean_mb == {"baseline": 53165.875, "candidate": 53165.875}
+    text = "\n".join(format_comparison(cmp))
+    assert "reproduced: rerun speedup" in text and "rerun-1 interrupted" in text
+
+
+def _stuck_plan() -> dict[str, Any]:
+    return campaign_plan(
+        arm_order=["baseline", "candidate"],
+        servers=["baseline-1", "candidate-1"],
+        warmups_per_server=0,
+        measured_per_server=1,
+        timeouts={"request_s": 30, "wave_s": 30},
+        startup_budget_s=10,
+        reservation={"hard_limit_s": 10, "soft_term_s": 4, "kill_grace_s": 3},
+        telemetry={"source": "none"},
+    )
+
+
+def test_reservation_watchdog_ends_a_stuck_arm_as_the_plan_check_predicts(tmp_path: Path) -> None:
+    plan = _stuck_plan()
+    # By hand: position 1 is ready by 10 s at worst, its request times out at 10 + 30 = 40 s,
+    # the wave at 40 s, the soft TERM at 4 s: the reservation fires first; candidate-1 starves.
+    predicted = check_plan(plan).scenarios[0]
+    assert (predicted.fires, predicted.fires_at_s, predicted.starved) == (
+        "reservation",
+        4.0,
+        ("candidate-1",),
+    )
+    # A deliberately broken plan: sealable only as a pilot (plan-check errors warn there).
+    camp = write_campaign(tmp_path / "camp", plan, kind="pilot")
+    seal_campaign(camp, tmp_path / "orig.bundle")
+    opts = RerunOptions(
+        launch=True,
+        launch_cwd=REPO_ROOT,
+        allow_unsigned=True,
+        env={"REFSERVER_FAULTS": json.dumps({"baseline-1": {"hang_requests": [1]}})},
+    )
+    result = run_rerun(tmp_path / "orig.bundle", tmp_path / "rerun", opts)
+    assert result.status == "interrupted"
+    assert result.reason is not None and "never started: candidate-1" in result.reason
+    lines = (tmp_path / "rerun" / "receipts.jsonl").read_text().splitlines()
+    (receipt,) = [json.loads(x) for x in lines]
+    assert (receipt["server"], receipt["status"], receipt["timeout_level"]) == (
+        "baseline-1",
+        "timeout",
+        "reservation",
+    )
+    assert receipt["e2e_s"] < 4.0  # the request started after the server's start-up
+    record = json.loads((tmp_path / "rerun" / "rerun" / "rerun-1.json").read_text())
+    assert record["watchdog"]["fired"] is True and record["not_started"] == ["candidate-1"]
+    exits = [
+        json.loads(x) for x in (tmp_path / "rerun" / "worker_exits.jsonl").read_text().splitlines()
+    ]
+    assert len(exits) == 3 and all(e["exit_code"] == 0 for e in exits)
+    # An interrupted attempt alone is not sealable: nothing is accepted, nothing is mixed.
+    _, problems = load_campaign(tmp_path / "rerun")
+    assert [p.message for p in problems] == ["exactly one attempt must be accepted, found 0"]
+
+
+def test_sigterm_to_the_rerun_is_a_reservation_stop(tmp_path: Path) -> None:
+    plan = _stuck_plan()
+    plan["reservation"] = {"hard_limit_s": 600, "soft_term_s": 500, "kill_grace_s": 5}
+    camp = write_campaign(tmp_path / "camp", plan)
+    seal_campaign(camp, tmp_path / "orig.bundle")
+    faults = json.dumps({"baseline-1": {"hang_requests": [1]}})
+    log = tmp_path / "rerun" / "logs" / "rerun-1" / "rerun.log"
+    done = threading.Event()
+
+    def term_once_ready() -> None:
+        # Only once the rerun logged its server ready (its handlers are installed by then):
+        # a SIGTERM any earlier would end the test process itself.
+        while not done.wait(0.05):
+            if log.is_file() and "[ready]" in log.read_text(encoding="utf-8"):
+                time.sleep(0.5)
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+
+    timer = threading.Thread(target=term_once_ready, daemon=True)
+    timer.start()
+    try:
+        res = CliRunner().invoke(
+            rerun_command,
+            [
+                str(tmp_path / "orig.bundle"),
+                "--out",
+                str(tmp_path / "rerun"),
+                "--launch",
+                "--launch-cwd",
+                str(REPO_ROOT),
+                "--allow-unsigned",
+                "--env",
+                f"REFSERVER_FAULTS={faults}",
+            ],
+        )
+    finally:
+        done.set()
+        timer.join(5)
+    assert res.exit_code == 3, res.output  # interrupted
+    attempt = json.loads((tmp_path / "rerun" / "attempts.jsonl").read_text())
+    assert attempt["status"] == "interrupted"
+    assert attempt["reason"].startswith("SIGTERM received")
+    receipt = json.loads((tmp_path / "rerun" / "receipts.jsonl").read_text())
+    assert (receipt["status"], receipt["timeout_level"]) == ("timeout", "reservation")
