@@ -111,20 +111,9 @@ class _Bar:
 
 
 def _load_keys(paths: tuple[Path, ...], trusted_file: Path | None) -> list[Any]:
-    from bundler.keys import load_public_key, parse_public_key
+    from bundler.keys import load_trusted_keys
 
-    keys = [load_public_key(p) for p in paths]
-    if trusted_file is not None:
-        base = trusted_file.parent
-        for n, line in enumerate(trusted_file.read_text(encoding="utf-8").splitlines(), 1):
-            entry = line.split("#", 1)[0].strip()
-            if not entry:
-                continue
-            if entry.startswith("ssh-ed25519"):
-                keys.append(parse_public_key(entry.encode(), f"{trusted_file}: line {n}"))
-            else:
-                keys.append(load_public_key(base / entry))
-    return keys
+    return load_trusted_keys(paths, trusted_file)
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print a JSON result on stdout.")

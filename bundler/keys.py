@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,7 @@ __all__ = [
     "key_id",
     "load_private_key",
     "load_public_key",
+    "load_trusted_keys",
     "parse_public_key",
 ]
 
@@ -112,6 +114,33 @@ def load_private_key(path: Path, passphrase: bytes | None = None) -> Ed25519Priv
 def load_public_key(path: Path) -> Ed25519PublicKey:
     """Load an Ed25519 public key: PEM (SubjectPublicKeyInfo) or one OpenSSH line."""
     return parse_public_key(_read(path), str(path))
+
+
+def load_trusted_keys(
+    paths: Sequence[Path] = (), trusted_file: Path | None = None
+) -> list[Ed25519PublicKey]:
+    """Public keys from ``--key`` paths and a ``--trusted-keys`` file.
+
+    The file lists one key per line: a path to a PEM or OpenSSH public key
+    (relative to the file's folder) or an ``ssh-ed25519 AAAA...`` line; ``#``
+    starts a comment.
+    """
+    keys = [load_public_key(p) for p in paths]
+    if trusted_file is None:
+        return keys
+    try:
+        lines = trusted_file.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KeyFileError(f"{trusted_file}: cannot read the trusted keys file ({exc})") from exc
+    for n, line in enumerate(lines, 1):
+        entry = line.split("#", 1)[0].strip()
+        if not entry:
+            continue
+        if entry.startswith("ssh-ed25519"):
+            keys.append(parse_public_key(entry.encode(), f"{trusted_file}: line {n}"))
+        else:
+            keys.append(load_public_key(trusted_file.parent / entry))
+    return keys
 
 
 def parse_public_key(data: bytes, where: str) -> Ed25519PublicKey:

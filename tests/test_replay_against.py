@@ -1,0 +1,79 @@
+"""``bundle replay RERUN --against SEALED``: the side-by-side verdict and its exit code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from bundler.seal import seal_campaign
+from replay.cli import _combine, replay_command
+from tests.campaign_builder import SERVER_VALUES, receipts, write_campaign
+from tests.conftest import Keys
+
+
+def _rerun_receipts(candidate_scale: float) -> list[dict[str, Any]]:
+    rows = receipts()
+    for r in rows:
+        if SERVER_VALUES[r["server"]][0] == "candidate":
+            r["e2e_s"] = r["e2e_s"] * candidate_scale
+    return rows
+
+
+def _pair(tmp_path: Path, keys: Keys, candidate_scale: float, lower: str) -> tuple[Path, Path]:
+    sealed = tmp_path / "sealed.bundle"
+    seal_campaign(write_campaign(tmp_path / "orig"), sealed, keys=[keys.private])
+    claim = {
+        "claim_id": "lower",
+        "statistic": "percent_lower",
+        "params": {"baseline": "baseline", "candidate": "candidate"},
+        "value": lower,
+        "unit": "%",
+        "decimals": 2,
+    }
+    camp = write_campaign(
+        tmp_path / "rerun",
+        **{"receipts.jsonl": _rerun_receipts(candidate_scale), "claims.json": [claim]},
+    )
+    doc = json.loads((camp / "campaign.json").read_text())
+    doc["kind"] = "rerun"
+    (camp / "campaign.json").write_text(json.dumps(doc))
+    rerun = tmp_path / "rerun.bundle"
+    seal_campaign(camp, rerun, keys=[keys.private])
+    return rerun, sealed
+
+
+def test_same_effect_reproduces(tmp_path: Path, keys: Keys) -> None:
+    rerun, sealed = _pair(tmp_path, keys, 1.0, "60.00")
+    res = CliRunner().invoke(
+        replay_command,
+        [str(rerun), "--against", str(sealed), "--key", str(keys.public_path), "--json"],
+    )
+    doc = json.loads(res.output)
+    assert doc["against"]["reproduced"] is True
+    # The rerun's own claim (60.00 % lower, by hand: 1 - 42/105) still holds: exit 0.
+    assert res.exit_code == 0
+
+
+def test_slower_candidate_does_not_reproduce(tmp_path: Path, keys: Keys) -> None:
+    # Candidate 1.5x slower: speedup 105/63 = 1.667x against the sealed 105/42 = 2.5x,
+    # a 33 % shortfall, far outside the 10 % tolerance. The rerun's own claim is honest
+    # (1 - 63/105 = 40.00 % lower), so the exit code comes from the comparison alone.
+    rerun, sealed = _pair(tmp_path, keys, 1.5, "40.00")
+    res = CliRunner().invoke(
+        replay_command,
+        [str(rerun), "--against", str(sealed), "--key", str(keys.public_path)],
+    )
+    assert "RERUN VS SEALED" in res.output
+    assert "not reproduced" in res.output
+    assert res.exit_code == 4
+
+
+def test_exit_code_combination() -> None:
+    assert _combine(0, True) == 0
+    assert _combine(0, False) == 4
+    assert _combine(0, None) == 5
+    assert _combine(5, False) == 4
+    assert _combine(4, True) == 4
