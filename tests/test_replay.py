@@ -102,7 +102,8 @@ def test_usage_and_io_errors(tmp_path: Path, keys: Keys) -> None:
     bundle = build(seed_like()).seal(tmp_path, keys.private)
     assert run(str(bundle))[0] == 2  # neither --key nor --allow-unsigned
     assert run(str(bundle), "--key", str(tmp_path / "missing.pub"))[0] == 2
-    assert run(str(tmp_path / "missing.bundle"), "--allow-unsigned")[0] == 3
+    # A bundle path that does not exist is an input error, as for verify and inspect.
+    assert run(str(tmp_path / "missing.bundle"), "--allow-unsigned")[0] == 2
 
 
 # --- an honest campaign ---------------------------------------------------------------
