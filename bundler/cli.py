@@ -553,9 +553,11 @@ def inventory(
 def _register_replay_commands() -> None:
     # The replayer's commands live in replay/; they import their heavy parts lazily.
     from replay.cli import replay_command
+    from replay.report_cli import report_command
     from replay.rerun_cli import plan_group, rerun_command
 
     main.add_command(replay_command)
+    main.add_command(report_command)
     main.add_command(plan_group)
     main.add_command(rerun_command)
 

@@ -30,7 +30,7 @@ from replay.inputs import CODED_COLUMNS, RECEIPT_COLUMNS, ReplayInputs
 from replay.result import Integrity, ReplayResult
 from replay.stats import StatsCache
 
-__all__ = ["inputs_from_bundle", "replay_bundle", "replay_inputs"]
+__all__ = ["inputs_from_bundle", "integrity_of", "replay_bundle", "replay_inputs"]
 
 _COMPARED_ENVIRONMENT = ("reprobundle", "python", "pyarrow")
 
@@ -76,7 +76,8 @@ def _table(opened: OpenedBundle, name: str) -> pa.Table:
     )
 
 
-def _integrity(opened: OpenedBundle) -> Integrity:
+def integrity_of(opened: OpenedBundle) -> Integrity:
+    """What the integrity check of ``opened`` established (signature, members, environment)."""
     rep = opened.report
     manifest = opened.manifest or {}
     recorded = manifest.get("environment", {})
@@ -155,4 +156,4 @@ def replay_bundle(
             f"{path}: signature {rep.signature_status}: no trusted key verified it; "
             "give the signer's public key (--key) or --allow-unsigned; nothing replayed"
         )
-    return replay_inputs(inputs_from_bundle(opened), _integrity(opened), bundle=str(path))
+    return replay_inputs(inputs_from_bundle(opened), integrity_of(opened), bundle=str(path))
