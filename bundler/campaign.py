@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bundler._internal.schemas import document_errors
+from bundler._internal.timefmt import RFC3339
 from bundler.container import member_name_problem
 from bundler.errors import Problem
 from bundler.tables import (
@@ -424,16 +425,22 @@ def _cross_checks(camp: Campaign) -> list[Problem]:
     return out
 
 
+def _valid_ns(values: list[Any]) -> pa.Array[Any]:
+    """Timestamps in bulk; values that are not storable RFC 3339 become null."""
+    strings = [v if isinstance(v, str) and RFC3339.match(v) else None for v in values]
+    try:
+        return timestamps_ns(strings)
+    except (pa.ArrowInvalid, OverflowError):  # an impossible date somewhere: sort it out
+        return timestamps_ns([v if v and datetime_problem(v) is None else None for v in strings])
+
+
 def _order_checks(camp: Campaign) -> list[Problem]:
     """Receipts that end before they start (both timestamps valid)."""
     rows = camp.tables.get("receipts", [])
 
-    def valid(v: Any) -> str | None:
-        return v if isinstance(v, str) and datetime_problem(v) is None else None
-
     # A missing or malformed timestamp (null here) is reported by the row check already.
-    starts = timestamps_ns([valid(r.get("start")) for r in rows]).cast(pa.int64())
-    ends = timestamps_ns([valid(r.get("end")) for r in rows]).cast(pa.int64())
+    starts = _valid_ns([r.get("start") for r in rows]).cast(pa.int64())
+    ends = _valid_ns([r.get("end") for r in rows]).cast(pa.int64())
     known = np.asarray(pc.and_(pc.is_valid(starts), pc.is_valid(ends)))
     s = np.asarray(starts.fill_null(0))
     e = np.asarray(ends.fill_null(0))
