@@ -9,7 +9,9 @@ optional dependency); 4 a claim contradicted or a gate failed (replay);
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -564,5 +566,32 @@ def _register_replay_commands() -> None:
 
 _register_replay_commands()
 
+
+def run() -> None:
+    """Console entry point: run ``main`` and leave without tearing down native threads.
+
+    Arrow's C++ thread pools can abort the interpreter's final teardown ("terminate
+    called without an active exception", apache/arrow issue 34314) after all our
+    work is done and written, turning a success into SIGABRT. Once the command has
+    finished, we flush and end the process directly. Every output file is already
+    closed (atomic writes complete inside the command); a real exception still
+    propagates with its traceback.
+    """
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        if isinstance(exc.code, str):
+            sys.stderr.write(exc.code + "\n")
+            code = 1
+        else:
+            code = int(exc.code or 0)
+    for stream in (sys.stdout, sys.stderr):
+        # A closed pipe (``bundle inspect | head``) is not our failure.
+        with contextlib.suppress(OSError):
+            stream.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    run()
