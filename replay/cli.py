@@ -26,7 +26,9 @@ Exit codes:
   4  a claim contradicted, a gate failed, a deviation from the frozen plan, or mixed attempts
   5  a claim unverifiable or a gate unattested (and nothing contradicted)
 With --against, a rerun whose effect did not reproduce counts as 4, one that
-could not be judged as 5.
+could not be judged as 5. With --media, media that differ from the sealed
+digests count as 1, a failed gate or coverage check as 4, an unattested or
+incomplete re-score as 5.
 """
 
 
@@ -63,6 +65,66 @@ def _against(
     return compare_bundles(opened[0], opened[1], tolerance=tolerance)
 
 
+def _worst(*codes: int) -> int:
+    """Integrity (1) over contradicted (4) over unverifiable (5) over ok (0)."""
+    for code in (1, 4, 5):
+        if code in codes:
+            return code
+    return 0
+
+
+def _media(bundle: Path, keys: list[Any], allow_unsigned: bool, opts: dict[str, Any]) -> Any:
+    """Re-score the raw media (``--media``) with PyAV, and LPIPS from attested weights."""
+    from bundler.errors import IntegrityError, UsageError
+    from bundler.verify import open_bundle
+    from replay.media import DeviceError, rescore_bundle
+
+    opened = open_bundle(bundle, trusted=keys, allow_unsigned=allow_unsigned)
+    if not opened.report.ok:
+        raise IntegrityError(
+            f"{bundle}: does not verify; refusing to re-score", opened.report.problems
+        )
+    bar = _MediaBar(enabled=opts["progress"] and not opts["as_json"])
+    try:
+        return rescore_bundle(
+            opened,
+            opts["media_dirs"],
+            weights_dir=opts["weights_dir"],
+            jobs=opts["jobs"],
+            device=opts["device"],
+            progress=bar.update,
+        )
+    except DeviceError as exc:
+        raise UsageError(str(exc)) from exc
+    finally:
+        bar.close()
+
+
+class _MediaBar:
+    """Progress per comparison on stderr, only on a terminal."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self._bar: Any = None
+        self._done = 0
+
+    def update(self, ev: Any) -> None:
+        if not self.enabled or not ev.comparisons_total:
+            return
+        if self._bar is None:
+            self._bar = click.progressbar(
+                length=ev.comparisons_total, label="re-scoring media", file=sys.stderr
+            )
+            self._bar.__enter__()
+        if ev.comparisons_done > self._done:
+            self._bar.update(ev.comparisons_done - self._done)
+            self._done = ev.comparisons_done
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+
+
 def _combine(code: int, reproduced: bool | None) -> int:
     """A rerun that did not reproduce the sealed effect is a contradiction (4); unjudged is 5."""
     from bundler.errors import EXIT_CLAIM_CONTRADICTED, EXIT_OK, EXIT_UNVERIFIABLE
@@ -82,6 +144,7 @@ def _run(
     markdown: Path | None,
     against: Path | None = None,
     tolerance: float = 0.10,
+    media: dict[str, Any] | None = None,
 ) -> int:
     from bundler._internal.atomic import atomic_write_bytes
     from replay.api import replay_bundle
@@ -94,12 +157,15 @@ def _run(
         )
     result = replay_bundle(bundle, trusted=keys, allow_unsigned=allow_unsigned)
     comparison = _against(bundle, against, keys, allow_unsigned, tolerance) if against else None
+    rescored = _media(bundle, keys, allow_unsigned, media) if media else None
     if as_json:
         from replay.report_json import result_to_dict
 
         doc = result_to_dict(result)
         if comparison is not None:
             doc["against"] = comparison.to_dict()
+        if rescored is not None:
+            doc["media"] = rescored.to_dict(per_frame=False)
         click.echo(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False))
     else:
         from replay.report_text import render_text
@@ -111,13 +177,21 @@ def _run(
             click.echo(f"\nRERUN VS SEALED ({against})")
             for line in format_comparison(comparison):
                 click.echo(f"  {line}")
+        if rescored is not None:
+            from replay.media import format_report
+
+            click.echo("\nMEDIA RE-SCORED")
+            click.echo(format_report(rescored))
     if markdown is not None:
         from replay.report_markdown import render_markdown
 
         atomic_write_bytes(markdown, render_markdown(result).encode("utf-8"))
-    if comparison is None:
-        return result.exit_code
-    return _combine(result.exit_code, comparison.reproduced)
+    code = result.exit_code
+    if comparison is not None:
+        code = _combine(code, comparison.reproduced)
+    if rescored is not None:
+        code = _worst(code, rescored.exit_code)
+    return code
 
 
 @click.command(name="replay", epilog=REPLAY_EXIT_HELP)
@@ -147,6 +221,32 @@ def _run(
     help="With --against: relative tolerance on the speedup for 'reproduced'.",
 )
 @click.option(
+    "--media",
+    "media_dirs",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    multiple=True,
+    help="Folder with the raw media (found by SHA-256; repeatable): re-score every comparison.",
+)
+@click.option(
+    "--scorer-weights",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="With --media: folder with the LPIPS weight files, verified against scorer.json.",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="With --media: comparisons re-scored in parallel.",
+)
+@click.option(
+    "--device",
+    default="cpu",
+    show_default=True,
+    help="With --media: torch device for LPIPS (cpu, cuda[:N], npu[:N]).",
+)
+@click.option("--progress/--no-progress", default=True, help="Progress on a terminal.")
+@click.option(
     "--allow-unsigned",
     is_flag=True,
     help="Replay even if no trusted key verified the signature; every section says so.",
@@ -163,6 +263,11 @@ def replay_command(  # noqa: PLR0917 - click passes every option positionally
     trusted_keys: Path | None,
     against: Path | None,
     tolerance: float,
+    media_dirs: tuple[Path, ...],
+    scorer_weights: Path | None,
+    jobs: int,
+    device: str,
+    progress: bool,
     allow_unsigned: bool,
     as_json: bool,
     markdown: Path | None,
@@ -179,6 +284,16 @@ def replay_command(  # noqa: PLR0917 - click passes every option positionally
         from bundler.keys import load_trusted_keys
 
         keys: list[Any] = load_trusted_keys(key_paths, trusted_keys)
+        if scorer_weights is not None and not media_dirs:
+            raise UsageError("--scorer-weights needs --media DIR (the raw media to re-score)")
+        media = {
+            "media_dirs": list(media_dirs),
+            "weights_dir": scorer_weights,
+            "jobs": jobs,
+            "device": device,
+            "progress": progress,
+            "as_json": as_json,
+        }
         code = _run(
             bundle,
             keys=keys,
@@ -187,6 +302,7 @@ def replay_command(  # noqa: PLR0917 - click passes every option positionally
             markdown=markdown,
             against=against,
             tolerance=tolerance,
+            media=media if media_dirs else None,
         )
     except BundleError as exc:
         _fail(exc, as_json)

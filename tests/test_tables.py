@@ -73,8 +73,10 @@ def _jsonschema_fields(name: str, row: dict[str, Any]) -> set[str]:
         t = p.get("type")
         if (t == "integer" or (isinstance(t, list) and "integer" in t)) and f not in bad:
             value = row.get(f)
-            if isinstance(value, int | float) and not isinstance(value, bool) and not (
-                -(2**63) <= value <= 2**63 - 1
+            if (
+                isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and not (-(2**63) <= value <= 2**63 - 1)
             ):
                 bad.add(f)
         if p.get("format") == "date-time" and isinstance(row.get(f), str):
