@@ -10,22 +10,20 @@ optional dependency); 4 a claim contradicted or a gate failed (replay);
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
 from bundler import __version__
+from bundler._internal.cli_common import cli_errors, emit_json, trust_options
 from bundler.errors import (
     EXIT_INTEGRITY,
     EXIT_OK,
-    BundleError,
     UsageError,
 )
 
@@ -38,42 +36,6 @@ Exit codes:
   4  replay: a claim contradicted or a gate failed
   5  replay: a claim could not be verified
 """
-
-
-def _emit_json(doc: Any) -> None:
-    click.echo(json.dumps(doc, indent=2, sort_keys=True, default=str))
-
-
-def _fail(exc: BundleError, as_json: bool) -> NoReturn:
-    if as_json:
-        _emit_json(
-            {
-                "ok": False,
-                "error": exc.message,
-                "exit_code": exc.exit_code,
-                "problems": [
-                    {"where": p.where, "record": p.record, "field": p.field, "message": p.message}
-                    for p in exc.problems
-                ],
-            }
-        )
-    click.echo(f"error: {exc}", err=True)
-    sys.exit(exc.exit_code)
-
-
-@contextmanager
-def _errors(as_json: bool) -> Iterator[None]:
-    """Map our error tree (and stray OS errors) to messages and exit codes, never tracebacks."""
-    try:
-        yield
-    except BundleError as exc:
-        _fail(exc, as_json)
-    except OSError as exc:
-        where = f"{exc.filename}: " if exc.filename else ""
-        _fail(BundleError(f"{where}{exc.strerror or exc}"), as_json)
-    except KeyboardInterrupt:
-        click.echo("interrupted; nothing was written", err=True)
-        sys.exit(130)
 
 
 class _Bar:
@@ -146,11 +108,11 @@ def keygen(output: Path, passphrase_file: Path | None, force: bool, as_json: boo
     """Create an Ed25519 key pair and print its key ID."""
     from bundler.keys import generate_keypair
 
-    with _errors(as_json):
+    with cli_errors(as_json):
         pw = passphrase_file.read_bytes().rstrip(b"\r\n") if passphrase_file else None
         kp = generate_keypair(output, pw, force=force)
         if as_json:
-            _emit_json(
+            emit_json(
                 {
                     "ok": True,
                     "private_key": str(kp.private_path),
@@ -213,7 +175,7 @@ def seal(
     from bundler.keys import load_private_key
     from bundler.seal import seal_campaign
 
-    with _errors(as_json):
+    with cli_errors(as_json):
         if not key_paths and not unsigned:
             raise UsageError("give --key KEY to sign, or --unsigned to seal without a signature")
         if key_paths and unsigned:
@@ -234,7 +196,7 @@ def seal(
         finally:
             bar.close()
         if as_json:
-            _emit_json({"ok": True, **res.__dict__})
+            emit_json({"ok": True, **res.__dict__})
             return
         click.echo(f"sealed {res.campaign_id} -> {res.output} ({res.bundle_bytes:,} bytes)")
         click.echo(f"  sha256   {res.bundle_sha256}")
@@ -289,23 +251,7 @@ def _print_verify(rep: Any) -> None:
 
 @main.command(epilog=EXIT_HELP)
 @click.argument("bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "--key",
-    "key_paths",
-    type=click.Path(path_type=Path),
-    multiple=True,
-    help="Trusted public key (repeatable).",
-)
-@click.option(
-    "--trusted-keys",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="File listing trusted keys: one PEM path or 'ssh-ed25519 ...' line each.",
-)
-@click.option(
-    "--allow-unsigned",
-    is_flag=True,
-    help="Accept a bundle no trusted key signed (integrity only; says so).",
-)
+@trust_options("Accept a bundle no trusted key signed (integrity only; says so).")
 @click.option(
     "--media",
     "media_dirs",
@@ -329,7 +275,7 @@ def verify(
     """Check BUNDLE's signatures, every member's digest and external artifacts."""
     from bundler.verify import check_bundle
 
-    with _errors(as_json):
+    with cli_errors(as_json):
         keys = _load_keys(key_paths, trusted_keys)
         if not keys and not allow_unsigned:
             raise UsageError(
@@ -352,7 +298,7 @@ def verify(
         finally:
             bar.close()
         if as_json:
-            _emit_json(rep.to_dict())
+            emit_json(rep.to_dict())
         else:
             _print_verify(rep)
         sys.exit(EXIT_OK if rep.ok else EXIT_INTEGRITY)
@@ -387,11 +333,11 @@ def sign(
     from bundler.keys import load_private_key
     from bundler.sign import countersign
 
-    with _errors(as_json):
+    with cli_errors(as_json):
         pw = passphrase_file.read_bytes().rstrip(b"\r\n") if passphrase_file else None
         res = countersign(bundle, load_private_key(key_path, pw), output)
         if as_json:
-            _emit_json(
+            emit_json(
                 {"ok": True, "output": str(res.output), "added": res.added, "signers": res.signers}
             )
         else:
@@ -412,10 +358,10 @@ def inspect_cmd(bundle: Path, key_paths: tuple[Path, ...], as_json: bool) -> Non
     """Show what BUNDLE holds: campaign, arms, counts, signers, members, externals."""
     from bundler.inspect import inspect_bundle
 
-    with _errors(as_json):
+    with cli_errors(as_json):
         info = inspect_bundle(bundle, _load_keys(key_paths, None))
         if as_json:
-            _emit_json(info)
+            emit_json(info)
             return
         c = info["campaign"]
         click.echo(f"{c['id']} ({c['kind']}): {c['title']}")
@@ -459,13 +405,13 @@ def lint_text_cmd(files: tuple[Path, ...], as_json: bool) -> None:
     """Find closing syntax ("fixes #123") in summary text; exit 1 if any."""
     from bundler.lint_text import find_closing_references
 
-    with _errors(as_json):
+    with cli_errors(as_json):
         found = []
         for f in files:
             text = f.read_text(encoding="utf-8", errors="replace")
             found += [{"file": str(f), **r.__dict__} for r in find_closing_references(text)]
         if as_json:
-            _emit_json({"ok": not found, "findings": found})
+            emit_json({"ok": not found, "findings": found})
         else:
             for r in found:
                 click.echo(
@@ -506,15 +452,7 @@ def _print_inventory(rep: Any) -> None:
 @main.command(epilog=EXIT_HELP)
 @click.argument("root", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--fix", is_flag=True, help="Register new entries (atomically; never deletes).")
-@click.option(
-    "--key",
-    "key_paths",
-    type=click.Path(path_type=Path),
-    multiple=True,
-    help="Trusted public key for verifying bundles (repeatable).",
-)
-@click.option("--trusted-keys", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--allow-unsigned", is_flag=True, help="Accept bundles no trusted key signed.")
+@trust_options("Accept bundles no trusted key signed (integrity only; says so).")
 @click.option(
     "--media",
     "media_dirs",
@@ -535,7 +473,7 @@ def inventory(
     """Check that ROOT's evidence entries match its inventory.json register."""
     from bundler.inventory import check_inventory
 
-    with _errors(as_json):
+    with cli_errors(as_json):
         keys = _load_keys(key_paths, trusted_keys)
         if not keys and not allow_unsigned:
             raise UsageError(
@@ -546,7 +484,7 @@ def inventory(
             root, trusted=keys, allow_unsigned=allow_unsigned, media_dirs=media_dirs, fix=fix
         )
         if as_json:
-            _emit_json(rep.to_dict())
+            emit_json(rep.to_dict())
         else:
             _print_inventory(rep)
         sys.exit(EXIT_OK if rep.ok else EXIT_INTEGRITY)

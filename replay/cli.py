@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
+from bundler._internal.cli_common import fail, trust_options
 from bundler.errors import BundleError, CouldNotRunError, UsageError
 
 __all__ = ["REPLAY_EXIT_HELP", "replay_command"]
@@ -30,22 +31,6 @@ could not be judged as 5. With --media, media that differ from the sealed
 digests count as 1, a failed gate or coverage check as 4, an unattested or
 incomplete re-score as 5.
 """
-
-
-def _fail(exc: BundleError, as_json: bool) -> NoReturn:
-    if as_json:
-        doc: dict[str, Any] = {
-            "ok": False,
-            "error": exc.message,
-            "exit_code": exc.exit_code,
-            "problems": [
-                {"where": p.where, "record": p.record, "field": p.field, "message": p.message}
-                for p in exc.problems
-            ],
-        }
-        click.echo(json.dumps(doc, indent=2, sort_keys=True))
-    click.echo(f"error: {exc}", err=True)
-    sys.exit(exc.exit_code)
 
 
 def _against(
@@ -197,18 +182,6 @@ def _run(
 @click.command(name="replay", epilog=REPLAY_EXIT_HELP)
 @click.argument("bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
-    "--key",
-    "key_paths",
-    type=click.Path(path_type=Path),
-    multiple=True,
-    help="Trusted public key of the signer (repeatable).",
-)
-@click.option(
-    "--trusted-keys",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="File listing trusted keys: one PEM path or 'ssh-ed25519 ...' line each.",
-)
-@click.option(
     "--against",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="BUNDLE is a rerun: compare it side by side with this sealed bundle.",
@@ -246,11 +219,7 @@ def _run(
     help="With --media: torch device for LPIPS (cpu, cuda[:N], npu[:N]).",
 )
 @click.option("--progress/--no-progress", default=True, help="Progress on a terminal.")
-@click.option(
-    "--allow-unsigned",
-    is_flag=True,
-    help="Replay even if no trusted key verified the signature; every section says so.",
-)
+@trust_options("Replay even if no trusted key verified the signature; every section says so.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
 @click.option(
     "--markdown",
@@ -305,10 +274,10 @@ def replay_command(  # noqa: PLR0917 - click passes every option positionally
             media=media if media_dirs else None,
         )
     except BundleError as exc:
-        _fail(exc, as_json)
+        fail(exc, as_json)
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
-        _fail(CouldNotRunError(f"{where}{exc.strerror or exc}"), as_json)
+        fail(CouldNotRunError(f"{where}{exc.strerror or exc}"), as_json)
     sys.exit(code)
 
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
+from bundler._internal.cli_common import fail, trust_options
 from bundler.errors import BundleError, CouldNotRunError, UsageError
 
 __all__ = ["REPORT_EXIT_HELP", "report_command"]
@@ -28,11 +29,6 @@ Exit codes (the report is written for 0, 4 and 5):
   4  written; a claim contradicted, a gate failed, a deviation from the plan, mixed attempts
   5  written; a claim unverifiable or a gate unattested (and nothing contradicted)
 """
-
-
-def _fail(exc: BundleError) -> NoReturn:
-    click.echo(f"error: {exc}", err=True)
-    sys.exit(exc.exit_code)
 
 
 def _read_json(path: Path, option: str) -> Any:
@@ -114,23 +110,7 @@ def _run(
     show_default=True,
     help="html: one self-contained page with charts; md: Markdown for a pull-request body.",
 )
-@click.option(
-    "--key",
-    "key_paths",
-    type=click.Path(path_type=Path),
-    multiple=True,
-    help="Trusted public key of the signer (repeatable).",
-)
-@click.option(
-    "--trusted-keys",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="File listing trusted keys: one PEM path or 'ssh-ed25519 ...' line each.",
-)
-@click.option(
-    "--allow-unsigned",
-    is_flag=True,
-    help="Report on a bundle no trusted key signed; every section says so.",
-)
+@trust_options("Report on a bundle no trusted key signed; every section says so.")
 @click.option(
     "--media-result",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -173,10 +153,10 @@ def report_command(
             rerun_result=rerun_result,
         )
     except BundleError as exc:
-        _fail(exc)
+        fail(exc)
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
-        _fail(CouldNotRunError(f"{where}{exc.strerror or exc}"))
+        fail(CouldNotRunError(f"{where}{exc.strerror or exc}"))
     except KeyboardInterrupt:
         click.echo("interrupted; nothing was written", err=True)
         sys.exit(130)

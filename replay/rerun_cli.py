@@ -9,14 +9,13 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
-from bundler.errors import BundleError, CouldNotRunError, UsageError
+from bundler._internal.cli_common import cli_errors, emit_json
+from bundler.errors import UsageError
 
 __all__ = ["PLAN_EXIT_HELP", "RERUN_EXIT_HELP", "plan_group", "rerun_command"]
 
@@ -39,35 +38,6 @@ Exit codes:
 """
 
 _EXIT_REJECTED = 4
-
-
-def _emit_json(doc: Any) -> None:
-    click.echo(json.dumps(doc, indent=2, sort_keys=True, default=str))
-
-
-def _fail(exc: BundleError, as_json: bool) -> NoReturn:
-    if as_json:
-        _emit_json(
-            {
-                "ok": False,
-                "error": exc.message,
-                "exit_code": exc.exit_code,
-                "problems": [str(p) for p in exc.problems],
-            }
-        )
-    click.echo(f"error: {exc}", err=True)
-    sys.exit(exc.exit_code)
-
-
-@contextmanager
-def _errors(as_json: bool) -> Iterator[None]:
-    try:
-        yield
-    except BundleError as exc:
-        _fail(exc, as_json)
-    except OSError as exc:
-        where = f"{exc.filename}: " if exc.filename else ""
-        _fail(CouldNotRunError(f"{where}{exc.strerror or exc}"), as_json)
 
 
 def _load_plan(source: Path) -> tuple[str, dict[str, Any]]:
@@ -157,11 +127,11 @@ def plan_check_command(source: Path, reservation_used: float, strict: bool, as_j
     """Check SOURCE (a plan JSON file, or a bundle's plan in force): does every deadline fit?"""
     from bundler.plan_check import check_plan
 
-    with _errors(as_json):
+    with cli_errors(as_json):
         label, plan = _load_plan(source)
         result = check_plan(plan, elapsed_s=reservation_used)
         if as_json:
-            _emit_json({"source": label, **result.to_dict()})
+            emit_json({"source": label, **result.to_dict()})
         else:
             _print_check(label, result)
         failed = bool(result.errors) or (strict and bool(result.warnings))
@@ -312,7 +282,7 @@ def rerun_command(  # noqa: PLR0917 - click passes every option as a positional 
         run_rerun,
     )
 
-    with _errors(as_json):
+    with cli_errors(as_json):
         if not key_paths and not allow_unsigned:
             raise UsageError("give --key PUB to check the bundle's signature, or --allow-unsigned")
         options = RerunOptions(
@@ -333,7 +303,7 @@ def rerun_command(  # noqa: PLR0917 - click passes every option as a positional 
         if dry_run:
             prep = prepare_rerun(bundle, options)
             if as_json:
-                _emit_json(
+                emit_json(
                     {
                         "ok": True,
                         "slots": [
@@ -360,7 +330,7 @@ def rerun_command(  # noqa: PLR0917 - click passes every option as a positional 
         finally:
             restore()
         if as_json:
-            _emit_json({"ok": result.status == "accepted", **result.to_dict()})
+            emit_json({"ok": result.status == "accepted", **result.to_dict()})
         else:
             click.echo(f"rerun {result.attempt_id} -> {result.out_dir}: {result.status.upper()}")
             if result.reason:
