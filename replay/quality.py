@@ -241,20 +241,30 @@ def check_quality(inputs: ReplayInputs, attempt: str) -> QualityResult:
     for c in checks:
         by_comp[c.comparison_id].append(c)
     verdicts = [{c.verdict for c in cs} for cs in by_comp.values()]
+    # A comparison with no check (nothing recorded for any gate, e.g. a rerun's unscored
+    # pairs) passes nothing: an empty verdict set is not a pass.
+    unrecorded = sum(not cs for cs in by_comp.values())
+    limits = _limits(inputs.scorer)
+    if gates and unrecorded:
+        limits += (
+            f"{unrecorded} comparison(s) record no value for any gated metric: not recorded "
+            "at this level, counted neither as passing nor as failing; re-score them from "
+            "the media (bundle replay --media DIR).",
+        )
     return QualityResult(
         attempt=attempt,
         scorer=inputs.scorer,
         comparisons_total=len(ids),
-        comparisons_passed=sum(v <= {PASS} for v in verdicts),
+        comparisons_passed=sum(bool(v) and v <= {PASS} for v in verdicts),
         comparisons_failed=sum(FAIL in v for v in verdicts),
         comparisons_unattested=sum(FAIL not in v and UNATTESTED in v for v in verdicts),
         comparisons_passed_if_attested=sum(
-            all(c.passes_recorded for c in cs) for cs in by_comp.values()
+            bool(cs) and all(c.passes_recorded for c in cs) for cs in by_comp.values()
         ),
-        ungated_comparisons=sum(not cs for cs in by_comp.values()),
+        ungated_comparisons=unrecorded,
         gates=tuple(summaries),
         metrics=tuple(sorted(metrics, key=lambda m: m.metric)),
         checks=tuple(checks),
         never_evaluated=tuple(s.gate.gate_id for s in summaries if s.checks == 0),
-        limits=_limits(inputs.scorer),
+        limits=limits,
     )

@@ -465,7 +465,9 @@ def honest_claims(spec: Spec) -> list[dict[str, Any]]:
     passing = [(i, g) for i, g, v in checks if ops[g["op"]](v, g["threshold"])]
     if spec.scorer:
         failed = {i for i, g, v in checks if not ops[g["op"]](v, g["threshold"])}
-        n_pass = len(spec.comparisons) - len(failed)
+        # A comparison recording no gated metric is neither passing nor failing.
+        gated = {i for i, _, _ in checks}
+        n_pass = len(gated - failed)
         out.append(_claim("cmp-ok", "comparisons_passed", {}, str(n_pass), "count"))
         out.append(_claim("checks-ok", "gate_checks_passed", {}, str(len(passing)), "count"))
     exits = [(s, e) for s in spec.servers for e in s.exit_s]

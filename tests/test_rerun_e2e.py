@@ -41,6 +41,8 @@ from bundler.campaign import load_campaign
 from bundler.plan_check import check_plan
 from bundler.seal import seal_campaign
 from bundler.verify import OpenedBundle, open_bundle
+from replay.api import replay_bundle
+from replay.cli import replay_command
 from replay.rerun.compare import compare_bundles, format_comparison
 from replay.rerun.runner import RerunControl, RerunEvent, RerunOptions, run_rerun
 from replay.rerun_cli import rerun_command
@@ -76,6 +78,71 @@ def rows(opened: OpenedBundle, table: str, columns: list[str]) -> list[dict[str,
     return out
 
 
+# Frozen with the sealed campaign. The reference server makes the same clip for the same
+# seed, prompt and input, so every rerun pair is two identical clips: SSIM and spectral
+# cosine exactly 1.0 (PASS against 0.97 and 0.8), and 8 frames (fps 8 x 1 s, make_mp4's
+# defaults), so a gate frozen at the seed's 124 frames FAILS.
+GATES: list[dict[str, Any]] = [
+    {
+        "gate_id": "ssim-min",
+        "metric": "ssim",
+        "op": ">=",
+        "threshold": 0.97,
+        "definition": "ssim/ffmpeg-y-frame-mean",
+        "warn_within": 0.01,
+    },
+    {
+        "gate_id": "audio-cosine-min",
+        "metric": "audio_spectral_cosine",
+        "op": ">=",
+        "threshold": 0.8,
+        "definition": "audio/stft-cosine-512-1024-2048",
+    },
+    {
+        "gate_id": "frame-count",
+        "metric": "frame_count",
+        "op": "==",
+        "threshold": 124,
+        "definition": "video/decoded-frame-count",
+        "note": "an unknown field, kept",
+    },
+]
+SCORER = {
+    "name": "lpips",
+    "version": "0.1.4",
+    "net": "alex",
+    "weights": [{"role": "lpips-linear", "file": "alex.pth", "sha256": "c" * 64}],
+}
+# Sealed pairs: (baseline server, candidate server, seq).
+SEALED_PAIRS = [
+    ("baseline-1", "candidate-1", 1),
+    ("baseline-1", "candidate-1", 2),
+    ("baseline-2", "candidate-2", 1),
+    ("baseline-2", "candidate-2", 0),
+]
+
+
+def add_quality(camp: Path, clip: str) -> None:
+    """Gates, scorer identity and four comparisons, as the sealed campaign recorded them."""
+    (camp / "gates.json").write_text(json.dumps(GATES), encoding="utf-8")
+    (camp / "scorer.json").write_text(json.dumps(SCORER), encoding="utf-8")
+    rows = [
+        {
+            "comparison_id": f"orig-cmp-{i}",
+            "attempt_id": "orig-1",
+            "baseline_request_id": f"orig-{b}-{seq:02d}",
+            "candidate_request_id": f"orig-{c}-{seq:02d}",
+            "baseline_sha256": clip,
+            "candidate_sha256": clip,
+            "metrics": {"ssim": 0.99, "audio_spectral_cosine": 0.97},
+        }
+        for i, (b, c, seq) in enumerate(SEALED_PAIRS, start=1)
+    ]
+    (camp / "comparisons.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8"
+    )
+
+
 def expected_clip_sha256() -> str:
     """The reference server's clip for the plan's payload, made here without any HTTP."""
     clip = make_mp4(42, "a violinist at dusk", reference=tiny_png())
@@ -87,6 +154,7 @@ def test_rerun_reproduces_the_effect_and_records_a_hang_and_a_stubborn_worker(
 ) -> None:
     clip = expected_clip_sha256()
     camp = write_campaign(tmp_path / "camp", output_sha256=clip)
+    add_quality(camp, clip)
     sealed_path = tmp_path / "orig.bundle"
     seal_campaign(camp, sealed_path, keys=[keys.private])
     out = tmp_path / "rerun"
@@ -230,6 +298,67 @@ def test_rerun_reproduces_the_effect_and_records_a_hang_and_a_stubborn_worker(
     assert cmp.rerun.hbm_peak_mean_mb == {"baseline": 53165.875, "candidate": 53165.875}
     text = "\n".join(format_comparison(cmp))
     assert "reproduced: rerun speedup" in text and "rerun-1 interrupted" in text
+    check_rerun_quality(out, rerun_path, rb, keys)
+
+
+def check_rerun_quality(out: Path, rerun_path: Path, rb: OpenedBundle, keys: Keys) -> None:
+    """The rerun carries the frozen gates and the sealed pairing; media replay scores it."""
+    assert json.loads((out / "scorer.json").read_text()) == SCORER
+    gates = [json.loads(x) for x in (out / "gates.jsonl").read_text().splitlines()]
+    assert gates == GATES
+    rid = {
+        (r["server"], r["seq"]): r["request_id"]
+        for r in rows(rb, "receipts", RECEIPT_COLUMNS)
+        if r["attempt_id"] == "rerun-2"
+    }
+    cmps = rows(
+        rb,
+        "comparisons",
+        ["comparison_id", "attempt_id", "baseline_request_id", "candidate_request_id"],
+    )
+    assert [
+        (c["attempt_id"], c["baseline_request_id"], c["candidate_request_id"]) for c in cmps
+    ] == [("rerun-2", rid[(b, seq)], rid[(c, seq)]) for b, c, seq in SEALED_PAIRS]
+    extra = [json.loads(str(e)) for e in rb.table("comparisons").column("extra").to_pylist()]
+    assert [e["sealed_comparison_id"] for e in extra] == [f"orig-cmp-{i}" for i in range(1, 5)]
+    # The statistical level has no recorded value: nothing passes, nothing fails there.
+    stats = replay_bundle(rerun_path, trusted=[keys.public])
+    q = stats.quality
+    assert (q.comparisons_total, q.comparisons_passed, q.comparisons_failed) == (4, 0, 0)
+    assert q.ungated_comparisons == 4 and q.checks == ()
+    assert stats.exit_code == 0
+    # Media replay over the rerun's clips: every comparison re-scored from the media.
+    res = CliRunner().invoke(
+        replay_command,
+        [
+            str(rerun_path),
+            "--key",
+            str(keys.public_path),
+            "--media",
+            str(out / "media"),
+            "--json",
+            "--no-progress",
+        ],
+    )
+    assert res.exit_code == 4, res.output  # the frame-count gate fails
+    media = json.loads(res.output)["media"]
+    assert media["verdict"] == "FAIL" and media["problems"] == []
+    assert len(media["comparisons"]) == 4
+    for c in media["comparisons"]:
+        got = {
+            g["gate_id"]: (g["recorded_verdict"], g["recomputed_value"], g["recomputed_verdict"])
+            for g in c["gates"]
+        }
+        assert got == {
+            "ssim-min": ("not-recorded", 1.0, "PASS"),
+            "audio-cosine-min": ("not-recorded", 1.0, "PASS"),
+            "frame-count": ("not-recorded", 8.0, "FAIL"),
+        }
+    assert {g["gate_id"]: g["counts"] for g in media["gates"]} == {
+        "ssim-min": {"PASS": 4},
+        "audio-cosine-min": {"PASS": 4},
+        "frame-count": {"FAIL": 4},
+    }
 
 
 def _stuck_plan() -> dict[str, Any]:

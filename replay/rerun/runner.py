@@ -32,6 +32,7 @@ from bundler import __version__
 from bundler._internal.timefmt import format_ns
 from bundler.errors import IntegrityError, UsageError
 from bundler.plan_check import PlanCheckResult, PlanShapeError, check_plan
+from bundler.tables import EXTRA_COLUMN
 from bundler.verify import OpenedBundle, open_bundle
 from replay.rerun.client import (
     Deadline,
@@ -392,6 +393,19 @@ def _input_files(
     return out
 
 
+def _sealed_gates(opened: OpenedBundle) -> list[dict[str, Any]]:
+    """The sealed gates as rows again: null fields left out, unknown fields restored."""
+    cols = ["gate_id", "metric", "op", "threshold", "definition", "warn_within", "requires_scorer"]
+    out = []
+    for g in _table_rows(opened, "gates", [*cols, EXTRA_COLUMN]):
+        extra = g.pop(EXTRA_COLUMN, None)
+        row = {k: v for k, v in g.items() if v is not None}
+        if extra:
+            row.update(json.loads(extra))
+        out.append(row)
+    return out
+
+
 def prepare_rerun(bundle: Path, options: RerunOptions) -> PreparedRerun:
     """Read ``bundle`` and resolve the run without starting anything.
 
@@ -421,15 +435,26 @@ def prepare_rerun(bundle: Path, options: RerunOptions) -> PreparedRerun:
     accepted = [a["attempt_id"] for a in attempts if a.get("status") == "accepted"]
     sealed_attempt = accepted[0] if len(accepted) == 1 else None
     receipts = _table_rows(opened, "receipts", ["attempt_id", "server", "e2e_s"])
-    gates = _table_rows(
-        opened, "gates", ["gate_id", "metric", "op", "threshold", "definition", "warn_within"]
-    )
     source = SealedSource(
         bundle_sha,
         campaign,
         plan_name,
         member.data,
-        [{k: v for k, v in g.items() if v is not None} for g in gates],
+        _sealed_gates(opened),
+        opened.document("scorer.json"),
+        [
+            c
+            for c in _table_rows(
+                opened,
+                "comparisons",
+                ["comparison_id", "attempt_id", "baseline_request_id", "candidate_request_id"],
+            )
+            if sealed_attempt is None or c["attempt_id"] == sealed_attempt
+        ],
+        {
+            str(r["request_id"]): (str(r["server"]), int(r["seq"]), str(r["phase"]))
+            for r in _table_rows(opened, "receipts", ["request_id", "server", "seq", "phase"])
+        },
     )
     return PreparedRerun(
         source=source,

@@ -1,9 +1,14 @@
 """Write a rerun as a campaign directory in the standard layout (``specs/campaign-layout.md``).
 
 The directory is ready for ``bundle seal`` once it holds one accepted
-attempt. Each run of ``bundle rerun`` into the same directory adds one
-attempt (``rerun-1``, ``rerun-2``, ...): an interrupted or rejected attempt
-is kept beside the accepted one, never mixed into it.
+attempt. It carries the sealed gates and scorer identity, and, once an
+attempt is accepted, ``comparisons.jsonl``: the sealed campaign's quality
+comparisons re-paired onto the rerun's clips (same server and seq), with no
+metric values (the rerun does not score; ``bundle replay --media`` does).
+
+Each run of ``bundle rerun`` into the same directory adds one attempt
+(``rerun-1``, ``rerun-2``, ...): an interrupted or rejected attempt is kept
+beside the accepted one, never mixed into it.
 
 Rows are appended to the JSON Lines tables as they happen (a rerun killed
 mid-way keeps every receipt written so far); the attempt row is written as
@@ -25,7 +30,7 @@ from bundler._internal.atomic import atomic_write_bytes
 from bundler._internal.timefmt import format_ns
 from bundler.errors import UsageError
 
-__all__ = ["APPENDED_TABLES", "RerunWriter", "SealedSource"]
+__all__ = ["APPENDED_TABLES", "RerunWriter", "SealedSource", "pair_comparisons"]
 
 APPENDED_TABLES = ("receipts", "worker_exits", "telemetry", "artifacts")
 _UNFINISHED = "in progress: the rerun did not record an end (killed, crashed or still running)"
@@ -44,6 +49,11 @@ class SealedSource:
     plan_name: str
     plan_bytes: bytes
     gates: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
+    scorer: Mapping[str, Any] | None = None
+    comparisons: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
+    """The sealed accepted attempt's comparisons (ids and request ids)."""
+    requests: Mapping[str, tuple[str, int, str]] = field(default_factory=dict)
+    """Sealed request id -> (server, seq, phase), from the sealed receipts."""
 
     @property
     def plan_sha256(self) -> str:
@@ -57,6 +67,65 @@ def _dump(doc: Any) -> bytes:
 
 def _jsonl(rows: Sequence[Mapping[str, Any]]) -> bytes:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
+
+
+def pair_comparisons(
+    source: SealedSource, attempt_id: str, rerun: Mapping[tuple[str, int], Mapping[str, Any]]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Pair the rerun's clips the way the sealed campaign paired its own.
+
+    Each sealed comparison's request ids are mapped to (server, seq, phase) by
+    the sealed receipts and replaced by the rerun's requests at the same
+    server and seq. ``metrics`` is empty: nothing was scored by the rerun,
+    and an empty record must not read as a pass.
+
+    Args:
+        source: the sealed campaign (its comparisons and request positions).
+        attempt_id: the rerun attempt the comparisons belong to.
+        rerun: (server, seq) -> that attempt's receipt.
+
+    Returns:
+        The comparison rows, and one line per sealed comparison skipped (why).
+    """
+    rows: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    for n, cmp in enumerate(source.comparisons, start=1):
+        cid = str(cmp["comparison_id"])
+        pair: dict[str, tuple[str, str]] = {}
+        for role in ("baseline", "candidate"):
+            rid = str(cmp[f"{role}_request_id"])
+            where = source.requests.get(rid)
+            if where is None:
+                skipped.append(f"{cid}: {role} request {rid} is not in the sealed receipts")
+                break
+            server, seq, phase = where
+            got = rerun.get((server, seq))
+            if got is None:
+                skipped.append(f"{cid}: the rerun made no request {server} #{seq}")
+                break
+            if got.get("phase") != phase:
+                skipped.append(
+                    f"{cid}: the rerun's {server} #{seq} is {got.get('phase')}, the sealed {phase}"
+                )
+                break
+            if not got.get("output_sha256"):
+                skipped.append(f"{cid}: the rerun's {got['request_id']} has no clip")
+                break
+            pair[role] = (str(got["request_id"]), str(got["output_sha256"]))
+        else:
+            rows.append(
+                {
+                    "comparison_id": f"{attempt_id}-cmp-{n:03d}",
+                    "attempt_id": attempt_id,
+                    "baseline_request_id": pair["baseline"][0],
+                    "candidate_request_id": pair["candidate"][0],
+                    "baseline_sha256": pair["baseline"][1],
+                    "candidate_sha256": pair["candidate"][1],
+                    "metrics": {},
+                    "sealed_comparison_id": cid,
+                }
+            )
+    return rows, skipped
 
 
 def _rerun_campaign(source: SealedSource, accelerator: str) -> dict[str, Any]:
@@ -95,14 +164,23 @@ def _rerun_campaign(source: SealedSource, accelerator: str) -> dict[str, Any]:
 class RerunWriter:
     """One rerun directory and the attempt being written into it."""
 
-    def __init__(self, root: Path, attempt_id: str, attempts: list[dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        attempt_id: str,
+        attempts: list[dict[str, Any]],
+        source: SealedSource | None = None,
+    ) -> None:
         self.root = root
+        self.source = source
         self.attempt_id = attempt_id
         self._attempts = attempts
         self._lock = threading.Lock()
         self._files: dict[str, IO[str]] = {}
         self.devices: set[str] = set()
         self.counts: dict[str, int] = dict.fromkeys(APPENDED_TABLES, 0)
+        self._receipts: dict[tuple[str, int], dict[str, Any]] = {}
+        self.comparisons_skipped: list[str] = []
 
     @classmethod
     def open(cls, root: Path, source: SealedSource, *, accelerator: str) -> RerunWriter:
@@ -122,7 +200,7 @@ class RerunWriter:
             cls._create(root, source, accelerator)
             attempts = []
         attempt_id = f"rerun-{len(attempts) + 1}"
-        return cls(root, attempt_id, attempts)
+        return cls(root, attempt_id, attempts, source)
 
     @staticmethod
     def _create(root: Path, source: SealedSource, accelerator: str) -> None:
@@ -141,6 +219,8 @@ class RerunWriter:
         atomic_write_bytes(root / "not_claimed.jsonl", _jsonl(not_claimed))
         if source.gates:
             atomic_write_bytes(root / "gates.jsonl", _jsonl(list(source.gates)))
+        if source.scorer is not None:
+            atomic_write_bytes(root / "scorer.json", _dump(source.scorer))
         atomic_write_bytes(root / "attempts.jsonl", b"")
         for name in APPENDED_TABLES:
             (root / f"{name}.jsonl").touch()
@@ -185,8 +265,25 @@ class RerunWriter:
             self._write_attempts()
 
     def finish(self, status: str, reason: str | None, end_ns: int, note: str) -> None:
-        """Record the attempt's real status and close the tables."""
+        """Record the attempt's real status and close the tables.
+
+        An accepted attempt also gets ``comparisons.jsonl`` (see
+        :func:`pair_comparisons`); how many were paired and skipped goes
+        into the attempt's note.
+        """
         with self._lock:
+            if status == "accepted" and self.source is not None and self.source.comparisons:
+                rows, self.comparisons_skipped = pair_comparisons(
+                    self.source, self.attempt_id, self._receipts
+                )
+                atomic_write_bytes(self.root / "comparisons.jsonl", _jsonl(rows))
+                self.counts["comparisons"] = len(rows)
+                note += (
+                    f"; {len(rows)} of {len(self.source.comparisons)} sealed comparisons "
+                    "re-paired onto the rerun's clips (metrics not scored: bundle replay --media)"
+                )
+                if self.comparisons_skipped:
+                    note += "; skipped: " + "; ".join(self.comparisons_skipped)
             row = self._attempts[-1]
             row.update({"status": status, "reason": reason, "end": format_ns(end_ns), "note": note})
             self._write_attempts()
@@ -213,6 +310,8 @@ class RerunWriter:
             self.counts[table] += 1
             if table == "telemetry":
                 self.devices.add(str(row["device"]))
+            elif table == "receipts":
+                self._receipts[(str(row["server"]), int(row["seq"]))] = dict(row)
 
     def write_media(self, request_id: str, data: bytes) -> tuple[str, str]:
         """Store one output MP4 and its ``artifacts`` row; return (path, sha256)."""
