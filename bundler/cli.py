@@ -293,7 +293,10 @@ def verify(
                 allow_unsigned=allow_unsigned,
                 media_dirs=media_dirs,
                 jobs=jobs,
-                progress=bar.bytes_callback(_media_total(media_dirs)) if media_dirs else None,
+                # Sizing the bar walks the media folders: only when a bar is shown.
+                progress=bar.bytes_callback(_media_total(media_dirs))
+                if media_dirs and bar.enabled
+                else None,
             )
         finally:
             bar.close()

@@ -8,12 +8,12 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from bundler._internal.atomic import atomic_output
-from bundler.container import read_container, write_container
+from bundler.container import write_container
 from bundler.dsse import parse_envelope, verify_envelope
 from bundler.errors import IntegrityError, UsageError
 from bundler.keys import key_id
 from bundler.manifest import ENVELOPE_NAME
-from bundler.verify import check_bundle
+from bundler.verify import open_bundle
 
 __all__ = ["SignResult", "countersign"]
 
@@ -33,14 +33,15 @@ def countersign(bundle: Path, key: Ed25519PrivateKey, output: Path | None = None
     The bundle must be intact (every digest as listed): we refuse to lend a
     signature to bytes that do not match what earlier signers signed.
     """
-    report = check_bundle(bundle, allow_unsigned=True)
-    if report.problems:
+    # One read: the same members that were checked are the ones rewritten.
+    opened = open_bundle(bundle, allow_unsigned=True)
+    if opened.report.problems:
         raise IntegrityError(
-            f"{bundle}: refusing to countersign a bundle that does not verify", report.problems
+            f"{bundle}: refusing to countersign a bundle that does not verify",
+            opened.report.problems,
         )
-    members = read_container(bundle)
-    env_member = next(m for m in members if m.name == ENVELOPE_NAME)
-    env = parse_envelope(env_member.data)
+    members = list(opened.members.values())
+    env = parse_envelope(opened.members[ENVELOPE_NAME].data)
     kid = key_id(key.public_key())
     if any(c.valid for c in verify_envelope(env, [key.public_key()])):
         raise UsageError(f"{bundle}: already signed by {kid}")
