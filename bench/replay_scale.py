@@ -320,8 +320,17 @@ def _replay_cmd(bundle: Path, pub: Path) -> list[str]:
     probe = subprocess.run([str(exe), "replay", "--help"], capture_output=True, check=False)
     if probe.returncode == 0:
         return [str(exe), "replay", str(bundle), "--key", str(pub), "--json"]
-    # Until bundler/cli.py registers the command, run it as a module.
-    return [sys.executable, "-m", "replay.cli", str(bundle), "--key", str(pub), "--json"]
+    # The installed `bundle` command, run as a module from this checkout.
+    return [
+        sys.executable,
+        "-m",
+        "reprobundle.cli",
+        "replay",
+        str(bundle),
+        "--key",
+        str(pub),
+        "--json",
+    ]
 
 
 def measure(n: int, work: Path, key: Ed25519PrivateKey, pub: Path, repeat: int) -> Row:

@@ -2,7 +2,7 @@
 
 The public API is :func:`replay.api.replay_bundle`, returning a
 :class:`replay.result.ReplayResult`; the CLI command is
-:data:`replay.cli.replay_command` (``bundle replay``). Both names are also
+:data:`reprobundle.cli.replay_cmd.replay_command` (``bundle replay``). Both names are also
 available here, imported on first use so that ``import replay`` stays cheap.
 """
 

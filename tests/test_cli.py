@@ -11,7 +11,7 @@ import pytest
 
 from tests.campaign_builder import receipts, write_campaign
 
-BUNDLE = [sys.executable, "-m", "bundler.cli"]
+BUNDLE = [sys.executable, "-m", "reprobundle.cli"]
 
 
 def run(*args: str | Path, check: int | None = None) -> subprocess.CompletedProcess[str]:

@@ -97,7 +97,7 @@ def test_cli_inventory_exit_codes(tmp_path: Path, keys: Keys) -> None:
     cmd = [
         sys.executable,
         "-m",
-        "bundler.cli",
+        "reprobundle.cli",
         "inventory",
         str(root),
         "--key",

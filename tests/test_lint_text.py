@@ -53,7 +53,7 @@ def test_cli_names_the_line_and_exits_1(tmp_path: Path) -> None:
     body = tmp_path / "pr-body.md"
     body.write_text("Summary\n\n| INT8 | fixes #9241 |\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "bundler.cli", "lint-text", str(body)],
+        [sys.executable, "-m", "reprobundle.cli", "lint-text", str(body)],
         capture_output=True,
         text=True,
     )
@@ -61,7 +61,7 @@ def test_cli_names_the_line_and_exits_1(tmp_path: Path) -> None:
     assert f"{body}:3:" in proc.stdout
     body.write_text("| INT8 | multi-video correction (vLLM-Omni PR 9241) |\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "bundler.cli", "lint-text", str(body)],
+        [sys.executable, "-m", "reprobundle.cli", "lint-text", str(body)],
         capture_output=True,
         text=True,
     )

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from bundler.seal import seal_campaign
-from replay.cli import replay_command
+from reprobundle.cli.replay_cmd import replay_command
 from tests.conftest import Keys
 
 pytest.importorskip("av")

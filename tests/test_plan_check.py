@@ -27,7 +27,7 @@ from bundler.plan_check import (
     seal_plan_findings,
 )
 from bundler.seal import seal_campaign
-from replay.rerun_cli import plan_group
+from reprobundle.cli.rerun_cmd import plan_group
 from tests.reference_server.campaign import write_campaign
 
 PLANS = Path(__file__).parent / "fixtures" / "plans"

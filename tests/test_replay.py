@@ -26,10 +26,10 @@ from bundler.container import read_container, write_container
 from bundler.errors import IntegrityError
 from replay.api import replay_bundle
 from replay.claims import CONFIRMED, CONTRADICTED, UNVERIFIABLE
-from replay.cli import replay_command
 from replay.exact import Root, group_sums, round_half_even
 from replay.report_json import result_to_dict
 from replay.result import SECTIONS, UNTRUSTED_NOTE
+from reprobundle.cli.replay_cmd import replay_command
 from tests.conftest import Keys
 from tests.replay_factory import Server, build, seed_like
 

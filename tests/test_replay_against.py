@@ -9,7 +9,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from bundler.seal import seal_campaign
-from replay.cli import _combine, replay_command
+from reprobundle.cli.replay_cmd import _combine, replay_command
 from tests.campaign_builder import SERVER_VALUES, receipts, write_campaign
 from tests.conftest import Keys
 

@@ -18,10 +18,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from bundler.seal import seal_campaign
 from replay.api import replay_bundle
 from replay.claims import CONFIRMED
-from replay.cli import replay_command
 from replay.exact import Exact, round_half_even
 from replay.report_text import render_text
 from replay.result import ReplayResult
+from reprobundle.cli.replay_cmd import replay_command
 
 SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "h3-ref2va-5s"
 

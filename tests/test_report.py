@@ -25,7 +25,7 @@ from bundler.errors import CouldNotRunError, IntegrityError, UsageError
 from bundler.lint_text import find_closing_references
 from bundler.seal import seal_campaign
 from replay.html.render import render_report
-from replay.report_cli import report_command
+from reprobundle.cli.report_cmd import report_command
 from tests.conftest import Keys, make_keys
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -447,7 +447,7 @@ def test_report_text_never_carries_closing_syntax(seed_html: str, seed_md: str) 
 
 
 def test_markdown_passes_the_lint_text_command(seed_md: str, tmp_path: Path) -> None:
-    from bundler.cli import main
+    from reprobundle.cli import main
 
     f = tmp_path / "body.md"
     f.write_text(seed_md, encoding="utf-8")

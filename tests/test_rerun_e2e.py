@@ -42,10 +42,10 @@ from bundler.plan_check import check_plan
 from bundler.seal import seal_campaign
 from bundler.verify import OpenedBundle, open_bundle
 from replay.api import replay_bundle
-from replay.cli import replay_command
 from replay.rerun.compare import compare_bundles, format_comparison
 from replay.rerun.runner import RerunControl, RerunEvent, RerunOptions, run_rerun
-from replay.rerun_cli import rerun_command
+from reprobundle.cli.replay_cmd import replay_command
+from reprobundle.cli.rerun_cmd import rerun_command
 from tests.conftest import Keys
 from tests.reference_server import REPO_ROOT
 from tests.reference_server.campaign import LATENCY_S, campaign_plan, tiny_png, write_campaign

@@ -41,7 +41,7 @@ from replay.rerun.launcher import (
 from replay.rerun.runner import RerunOptions, run_rerun
 from replay.rerun.schedule import build_schedule
 from replay.rerun.watchdog import StopFlag
-from replay.rerun_cli import rerun_command
+from reprobundle.cli.rerun_cmd import rerun_command
 from tests.reference_server import REPO_ROOT, running_server, server_command
 from tests.reference_server.campaign import (
     BASELINE_COMMIT,

@@ -1,4 +1,4 @@
-"""Load the JSON Schemas of ``specs/schemas`` (the contract) from package data."""
+"""Load the JSON Schemas of ``specs/schemas`` (the contract), shipped as ``bundler/schemas``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import jsonschema
 @functools.cache
 def load_schema(name: str) -> dict[str, Any]:
     """Return the schema ``specs/schemas/<name>.schema.json`` as a dict."""
-    text = (files("specs") / "schemas" / f"{name}.schema.json").read_text(encoding="utf-8")
+    text = (files("bundler") / "schemas" / f"{name}.schema.json").read_text(encoding="utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema
 

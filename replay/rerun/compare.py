@@ -19,7 +19,7 @@ server and ``seq``; meaningful where the plan fixes the seed and the runtime
 is deterministic).
 
 ``bundle replay RERUN.bundle --against X.bundle`` is the command meant to
-print this (wired by ``replay/cli.py``); :func:`format_comparison` gives the
+print this (wired by ``reprobundle/cli/replay_cmd.py``); :func:`format_comparison` gives the
 text lines.
 """
 

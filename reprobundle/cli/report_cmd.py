@@ -1,4 +1,4 @@
-"""``bundle report``: the click command (registered on ``bundle`` by ``bundler/cli.py``).
+"""``bundle report``: the click command (registered on ``bundle`` by ``reprobundle/cli/main.py``).
 
 Parses, calls :func:`replay.html.render.render_report`, writes the file
 atomically, prints one summary line, and exits with the replay's code (the
@@ -15,8 +15,8 @@ from typing import Any
 
 import click
 
-from bundler._internal.cli_common import fail, trust_options
 from bundler.errors import BundleError, CouldNotRunError, UsageError
+from reprobundle.cli.common import fail, trust_options
 
 __all__ = ["REPORT_EXIT_HELP", "report_command"]
 
@@ -161,7 +161,3 @@ def report_command(
         click.echo("interrupted; nothing was written", err=True)
         sys.exit(130)
     sys.exit(code)
-
-
-if __name__ == "__main__":  # pragma: no cover - ``python -m replay.report_cli`` until registered
-    report_command()

@@ -1,4 +1,4 @@
-"""``bundle replay``: the click command (registered on ``bundle`` by ``bundler/cli.py``).
+"""``bundle replay``: the click command (registered on ``bundle`` by ``reprobundle/cli/main.py``).
 
 Parses, calls :func:`replay.api.replay_bundle`, prints the terminal report or
 ``--json``, writes ``--markdown`` atomically, and exits with the result's code.
@@ -13,8 +13,8 @@ from typing import Any
 
 import click
 
-from bundler._internal.cli_common import fail, trust_options
 from bundler.errors import BundleError, CouldNotRunError, UsageError
+from reprobundle.cli.common import fail, trust_options
 
 __all__ = ["REPLAY_EXIT_HELP", "replay_command"]
 
@@ -226,7 +226,7 @@ def _run(
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also write the report as Markdown to this file (atomically).",
 )
-def replay_command(  # noqa: PLR0917 - click passes every option positionally
+def replay_command(
     bundle: Path,
     key_paths: tuple[Path, ...],
     trusted_keys: Path | None,
@@ -279,7 +279,3 @@ def replay_command(  # noqa: PLR0917 - click passes every option positionally
         where = f"{exc.filename}: " if exc.filename else ""
         fail(CouldNotRunError(f"{where}{exc.strerror or exc}"), as_json)
     sys.exit(code)
-
-
-if __name__ == "__main__":  # pragma: no cover - ``python -m replay.cli`` until registered
-    replay_command()

@@ -20,12 +20,12 @@ from typing import Any
 import click
 
 from bundler import __version__
-from bundler._internal.cli_common import cli_errors, emit_json, trust_options
 from bundler.errors import (
     EXIT_INTEGRITY,
     EXIT_OK,
     UsageError,
 )
+from reprobundle.cli.common import cli_errors, emit_json, trust_options
 
 EXIT_HELP = """\b
 Exit codes:
@@ -495,9 +495,9 @@ def inventory(
 
 def _register_replay_commands() -> None:
     # The replayer's commands live in replay/; they import their heavy parts lazily.
-    from replay.cli import replay_command
-    from replay.report_cli import report_command
-    from replay.rerun_cli import plan_group, rerun_command
+    from reprobundle.cli.replay_cmd import replay_command
+    from reprobundle.cli.report_cmd import report_command
+    from reprobundle.cli.rerun_cmd import plan_group, rerun_command
 
     main.add_command(replay_command)
     main.add_command(report_command)

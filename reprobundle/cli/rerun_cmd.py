@@ -1,4 +1,4 @@
-"""``bundle plan check`` and ``bundle rerun``: click commands (registered by ``bundler/cli.py``).
+"""``bundle plan check`` and ``bundle rerun`` (registered by ``reprobundle/cli/main.py``).
 
 Both parse, call one library function (:func:`bundler.plan_check.check_plan`,
 :func:`replay.rerun.runner.run_rerun`), and print text or ``--json``.
@@ -14,8 +14,8 @@ from typing import Any
 
 import click
 
-from bundler._internal.cli_common import cli_errors, emit_json
 from bundler.errors import UsageError
+from reprobundle.cli.common import cli_errors, emit_json
 
 __all__ = ["PLAN_EXIT_HELP", "RERUN_EXIT_HELP", "plan_group", "rerun_command"]
 
@@ -253,7 +253,7 @@ def _print_dry_run(prep: Any) -> None:
     "--dry-run", is_flag=True, help="Show the schedule, commands and estimate; run nothing."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON result on stdout.")
-def rerun_command(  # noqa: PLR0917 - click passes every option as a positional parameter
+def rerun_command(
     bundle: Path,
     out_dir: Path,
     endpoints: tuple[str, ...],

@@ -1,0 +1,5 @@
+"""``python -m reprobundle``: the ``bundle`` command."""
+
+from reprobundle.cli.main import run
+
+run()
