@@ -182,7 +182,7 @@ def interleaved(
 
 def bench_decode_ssim(a: Path, b: Path, repeats: int, out: dict[str, Any]) -> None:
     from replay.media.probe import MediaReader, prefetch
-    from replay.media.rescore import score_pair
+    from replay.media.scoring import score_pair
     from replay.media.ssim import ssim_ffmpeg_y, ssim_wang_y
 
     da, db = a.read_bytes(), b.read_bytes()
@@ -309,7 +309,7 @@ from pathlib import Path
 sys.path.insert(0, {str(ROOT)!r})
 from bundler.keys import generate_keypair, load_private_key
 from bundler.seal import seal_campaign
-from bundler.verify import open_bundle
+from bundler.verified import open_verified
 from replay.media import rescore_bundle
 w = Path({str(workdir)!r})
 sample = Path({str(ROOT / "samples" / "media-mini")!r})
@@ -317,7 +317,7 @@ kp = generate_keypair(w / "sample-key") if not (w / "sample-key").exists() else 
 key = load_private_key(w / "sample-key")
 (w / "mini.bundle").unlink(missing_ok=True)
 seal_campaign(sample, w / "mini.bundle", keys=[key])
-ob = open_bundle(w / "mini.bundle", allow_unsigned=True)
+ob = open_verified(w / "mini.bundle", allow_unsigned=True)
 t1 = time.perf_counter()
 r = rescore_bundle(ob, [sample / "media"], weights_dir=w / "weights")
 t2 = time.perf_counter()

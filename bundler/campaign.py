@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -21,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bundler._internal.schemas import document_errors
+from bundler._internal.textsafe import has_unsafe, safe, unsafe_chars
 from bundler._internal.timefmt import RFC3339
 from bundler.container import member_name_problem
 from bundler.errors import Problem
@@ -33,7 +35,17 @@ from bundler.tables import (
 )
 from bundler.vocabulary import STATISTICS, Statistic
 
-__all__ = ["REQUIRED_TABLES", "Campaign", "load_campaign"]
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "REQUIRED_TABLES",
+    "Campaign",
+    "JsonRefusedError",
+    "JsonTooDeepError",
+    "json_depth_exceeds",
+    "load_campaign",
+    "name_problem",
+    "read_json",
+]
 
 REQUIRED_TABLES = ("attempts", "receipts", "claims")
 _TABLE_EXTS = (".jsonl", ".csv", ".json")
@@ -63,7 +75,7 @@ class Campaign:
     @property
     def arm_ids(self) -> list[str]:
         """Arm ids in the order campaign.json lists them."""
-        return [str(a.get("id")) for a in self.doc.get("arms", []) if isinstance(a, dict)]
+        return [str(a.get("id")) for a in _arms(self)]
 
     @property
     def plan(self) -> dict[str, Any] | None:
@@ -71,19 +83,102 @@ class Campaign:
         return self.plan_docs.get(str(self.doc.get("plan", "")))
 
 
+MAX_JSON_DEPTH = 100
+"""How deep arrays and objects may nest in any campaign JSON value.
+
+Deeper values are refused with a located problem: every later stage (schema
+check, sanitizer, RFC 8785 encoder) walks values recursively, and no campaign
+needs more than a handful of levels.
+"""
+
+
+class JsonRefusedError(ValueError):
+    """Valid JSON that no later stage can carry safely; the message says why."""
+
+
+class JsonTooDeepError(JsonRefusedError):
+    """A JSON value nests arrays/objects deeper than :data:`MAX_JSON_DEPTH`."""
+
+    def __init__(self) -> None:
+        super().__init__(f"nested deeper than {MAX_JSON_DEPTH} levels")
+
+
+def _arms(camp: Campaign) -> list[dict[str, Any]]:
+    """The arm objects of campaign.json (anything else was reported by the schema check)."""
+    arms = camp.doc.get("arms", [])
+    return [a for a in arms if isinstance(a, dict)] if isinstance(arms, list) else []
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _loads(text: str) -> Any:
-    return json.loads(text, parse_constant=_reject_constant)
+def json_depth_exceeds(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True when arrays/objects in ``value`` nest more than ``limit`` levels.
+
+    Level by level, without recursion, visiting only containers (fast on wide
+    tables of flat rows).
+    """
+    level = [value] if isinstance(value, dict | list) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        below: list[Any] = []
+        for c in level:
+            below += [x for x in (c.values() if type(c) is dict else c) if type(x) in _CONTAINERS]
+        level = below
+    return False
 
 
-def _read_json(path: Path, rel: str, problems: list[Problem]) -> Any:
+_CONTAINERS = (dict, list)
+# JSON may spell a UTF-16 surrogate as an escape; a lone one is not Unicode text and
+# no UTF-8 encoder (Parquet, RFC 8785) can write it.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The first string (key or value) of ``value`` holding a lone surrogate, if any."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if _SURROGATE.search(v):
+                return v
+        elif isinstance(v, dict):
+            stack += v.keys()
+            stack += v.values()
+        elif isinstance(v, list):
+            stack += v
+    return None
+
+
+def _loads(text: str, limit: int = MAX_JSON_DEPTH) -> Any:
+    """Parse JSON text, refusing NaN/Infinity, lone surrogates and values nested deeper
+    than ``limit``."""
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:  # the C scanner gives up around the interpreter's limit
+        raise JsonTooDeepError from None
+    if json_depth_exceeds(value, limit):
+        raise JsonTooDeepError
+    if _SURROGATE_ESCAPE.search(text) and (bad := _lone_surrogate(value)) is not None:
+        raise JsonRefusedError(
+            f"string '{safe(bad)[:80]}' holds a lone UTF-16 surrogate escape: not Unicode text"
+        )
+    return value
+
+
+def read_json(path: Path, rel: str, problems: list[Problem]) -> Any:
+    """Parse the JSON file ``path``; on failure add a problem located at ``rel`` and return None."""
     try:
         return _loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
         problems.append(Problem(rel, None, None, f"not UTF-8 text ({exc.reason})"))
+    except JsonRefusedError as exc:
+        problems.append(Problem(rel, None, None, str(exc)))
     except ValueError as exc:
         problems.append(Problem(rel, None, None, f"not valid JSON: {exc}"))
     except OSError as exc:
@@ -138,9 +233,9 @@ def _jcs_problem(value: Any, path: str = "") -> tuple[str, str] | None:
 def _jsonl_rows(text: str, rel: str, problems: list[Problem]) -> list[tuple[str, dict[str, Any]]]:
     numbered = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
     try:
-        # One C-level parse for the whole file; a count or type surprise falls back
-        # to the line-by-line path below, which names the bad line.
-        parsed = _loads("[" + ",".join(line for _, line in numbered) + "]")
+        # One C-level parse for the whole file; a count, type or depth surprise falls
+        # back to the line-by-line path below, which names the bad line.
+        parsed = _loads("[" + ",".join(line for _, line in numbered) + "]", MAX_JSON_DEPTH + 1)
     except ValueError:
         parsed = None
     if (
@@ -155,6 +250,9 @@ def _jsonl_rows(text: str, rel: str, problems: list[Problem]) -> list[tuple[str,
             continue
         try:
             row = _loads(line)
+        except JsonRefusedError as exc:
+            problems.append(Problem(rel, f"line {n}", None, str(exc)))
+            continue
         except ValueError as exc:
             problems.append(Problem(rel, f"line {n}", None, f"not valid JSON: {exc}"))
             continue
@@ -189,7 +287,7 @@ def _read_table_rows(
 ) -> list[tuple[str, dict[str, Any]]]:
     """(record label, row) pairs of one table file, in file order."""
     if path.suffix == ".json":
-        doc = _read_json(path, rel, problems)
+        doc = read_json(path, rel, problems)
         if doc is None:
             return []
         if not isinstance(doc, list) or not all(isinstance(r, dict) for r in doc):
@@ -206,21 +304,49 @@ def _read_table_rows(
     return _csv_rows(text, rel, name, problems)
 
 
+def name_problem(rel: str) -> str | None:
+    """Why the campaign-relative name ``rel`` cannot be sealed or shown as it is, if so.
+
+    A name that is not UTF-8 (Python holds its bytes as lone surrogates) cannot
+    be written into the manifest; one with control, format or bidi characters
+    could forge output lines wherever it is printed.
+    """
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return "name is not valid UTF-8; rename it"
+    if has_unsafe(rel):
+        return (
+            "name holds control or invisible characters "
+            f"({', '.join(unsafe_chars(rel))}); rename it"
+        )
+    return None
+
+
 def _walk(root: Path, problems: list[Problem]) -> list[str]:
-    """Every regular file under ``root`` as a POSIX relative path, sorted; links refused."""
+    """Every regular file under ``root`` as a POSIX relative path, sorted; links refused.
+
+    Names that are not UTF-8 or hold control characters are refused (a folder
+    once, not each file under it), named with those characters escaped.
+    """
     out: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames.sort()
         for d in list(dirnames):
             full = Path(dirpath) / d
+            rel = full.relative_to(root).as_posix()
             if full.is_symlink():
-                rel = full.relative_to(root).as_posix()
-                problems.append(Problem(rel, None, None, "symbolic links are not carried"))
+                problems.append(Problem(safe(rel), None, None, "symbolic links are not carried"))
+                dirnames.remove(d)
+            elif (why := name_problem(rel)) is not None:
+                problems.append(Problem(safe(rel), None, None, f"folder {why}"))
                 dirnames.remove(d)
         for f in sorted(filenames):
             full = Path(dirpath) / f
             rel = full.relative_to(root).as_posix()
-            if full.is_symlink():
+            if (why := name_problem(rel)) is not None:
+                problems.append(Problem(safe(rel), None, None, f"file {why}"))
+            elif full.is_symlink():
                 problems.append(Problem(rel, None, None, "symbolic links are not carried"))
             elif full.is_file():
                 out.append(rel)
@@ -236,7 +362,7 @@ def load_campaign(root: Path) -> tuple[Campaign, list[Problem]]:
         return Campaign(root, {}), [Problem(str(root), None, None, "not a directory")]
     rels = _walk(root, problems)
     doc = (
-        _read_json(root / "campaign.json", "campaign.json", problems)
+        read_json(root / "campaign.json", "campaign.json", problems)
         if ("campaign.json" in rels)
         else None
     )
@@ -255,7 +381,7 @@ def load_campaign(root: Path) -> tuple[Campaign, list[Problem]]:
     _load_plans(root, rels, camp, claimed, problems)
     if "scorer.json" in rels:
         claimed.add("scorer.json")
-        sc = _read_json(root / "scorer.json", "scorer.json", problems)
+        sc = read_json(root / "scorer.json", "scorer.json", problems)
         if sc is not None:
             problems += [
                 Problem("scorer.json", None, f, m) for f, m in document_errors("scorer", sc)
@@ -325,7 +451,7 @@ def _load_plans(
             continue
         raw = (root / rel).read_bytes()
         camp.plans[rel] = raw
-        doc = _read_json(root / rel, rel, problems)
+        doc = read_json(root / rel, rel, problems)
         if isinstance(doc, dict):
             problems += [Problem(rel, None, f, m) for f, m in document_errors("plan", doc)]
             camp.plan_docs[rel] = doc
@@ -370,7 +496,7 @@ def _cross_checks(camp: Campaign) -> list[Problem]:
         for a, c in arm_counts.items()
         if c > 1
     ]
-    roles = {a.get("role") for a in camp.doc.get("arms", []) if isinstance(a, dict)}
+    roles = {r for a in _arms(camp) if isinstance(r := a.get("role"), str)}
     if camp.doc and not {"baseline", "candidate"} <= roles:
         out.append(Problem("campaign.json", None, "arms", "needs a baseline and a candidate arm"))
     attempts = set(_ids(camp.tables.get("attempts", []), "attempt_id"))
@@ -420,6 +546,8 @@ def _cross_checks(camp: Campaign) -> list[Problem]:
                     "must be relative, without '..'",
                 )
             )
+        elif isinstance(p, str) and (why := name_problem(p)) is not None:
+            out.append(Problem(camp.table_files["artifacts"], camp.label(a), "path", why))
     out += _plan_checks(camp, arms)
     out += _claim_checks(camp, arms)
     return out
@@ -457,8 +585,10 @@ def _plan_checks(camp: Campaign, arms: set[str]) -> list[Problem]:
         return []
     rel = str(camp.doc.get("plan"))
     out = []
-    for i, a in enumerate(plan.get("arm_order", [])):
-        if a not in arms:
+    order = plan.get("arm_order", [])
+    # The schema check names a non-list or a non-string entry; only strings are looked up.
+    for i, a in enumerate(order if isinstance(order, list) else []):
+        if isinstance(a, str) and a not in arms:
             out.append(Problem(rel, None, f"arm_order.{i}", f"{a!r} is not an arm of the campaign"))
     teardown = plan.get("teardown", {})
     if isinstance(teardown, dict):

@@ -22,7 +22,8 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from bundler._internal.atomic import atomic_write_bytes
-from bundler.errors import UsageError
+from bundler.container import member_name_problem
+from bundler.errors import BundleFormatError, Problem, UsageError
 from bundler.hashing import hash_file
 from bundler.verify import check_bundle
 
@@ -51,6 +52,7 @@ class InventoryReport:
     verify: list[dict[str, Any]] = field(default_factory=list)
     artifacts: list[dict[str, Any]] = field(default_factory=list)
     added: list[dict[str, Any]] = field(default_factory=list)
+    invalid: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -60,8 +62,9 @@ class InventoryReport:
             or self.missing
             or self.mismatched
             or self.unclassified
+            or self.invalid
             or any(not v["ok"] for v in self.verify)
-            or any(a["status"] in ("mismatch", "unreadable") for a in self.artifacts)
+            or any(a["status"] in _FAILING for a in self.artifacts)
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -107,13 +110,19 @@ def _load_register(root: Path) -> dict[str, Any]:
 
 
 def _discover(root: Path) -> tuple[dict[str, str], list[str]]:
-    """Top-level evidence entries: path -> "bundle" | "campaign"; and unclassified names."""
+    """Top-level evidence entries: path -> "bundle" | "campaign"; and unclassified names.
+
+    Symbolic links are never followed (they could lead outside ROOT): each is unclassified.
+    """
     found: dict[str, str] = {}
     unclassified: list[str] = []
     for p in sorted(root.iterdir()):
         if p.name == INVENTORY_NAME or p.name.startswith("."):
             continue
-        if p.is_file() and p.suffix == ".bundle":
+        if p.is_symlink():
+            if p.suffix == ".bundle" or p.is_dir():
+                unclassified.append(p.name)
+        elif p.is_file() and p.suffix == ".bundle":
             found[p.name] = "bundle"
         elif p.is_dir() and (p / "campaign.json").is_file():
             found[p.name] = "campaign"
@@ -129,46 +138,106 @@ def _digest(path: Path, kind: str) -> str:
     return tree_digest(path)
 
 
+class _NotRegistrable(Exception):
+    """An entry that ``--fix`` cannot register; the message says why."""
+
+
+def _text(value: Any, default: str) -> str:
+    return value if isinstance(value, str) and value else default
+
+
 def _describe(path: Path, kind: str) -> dict[str, Any]:
-    """A register entry for a new evidence entry (id and kind from its own metadata)."""
+    """A register entry for a new evidence entry (id and kind from its own metadata).
+
+    Raises:
+        _NotRegistrable: the name, the bundle or its ``campaign.json`` cannot be read.
+    """
+    from bundler.campaign import name_problem
     from bundler.verify import open_bundle
 
+    if (why := name_problem(path.name)) is not None:
+        raise _NotRegistrable(why)
     entry: dict[str, Any] = {"path": path.name}
     if kind == "bundle":
-        opened = open_bundle(path, allow_unsigned=True)
-        camp = (opened.manifest or {}).get("campaign", {})
+        try:
+            opened = open_bundle(path, allow_unsigned=True)
+        except BundleFormatError as exc:
+            raise _NotRegistrable(exc.message.removeprefix(f"{path}: ")) from exc
+        except OSError as exc:
+            raise _NotRegistrable(f"cannot read: {exc.strerror or exc}") from exc
+        if opened.manifest is None:
+            raise _NotRegistrable("no readable manifest")
+        camp = opened.manifest.get("campaign")
+        camp = camp if isinstance(camp, dict) else {}
         entry.update(
-            id=camp.get("id", path.stem),
-            kind=camp.get("kind", "bundle"),
+            id=_text(camp.get("id"), path.stem),
+            kind=_text(camp.get("kind"), "bundle"),
             format="bundle",
             sha256=_digest(path, kind),
         )
     else:
-        doc = json.loads((path / "campaign.json").read_text(encoding="utf-8"))
+        doc = _campaign_doc(path)
         entry.update(
-            id=doc.get("id", path.name),
-            kind=doc.get("kind", "campaign"),
+            id=_text(doc.get("id"), path.name),
+            kind=_text(doc.get("kind"), "campaign"),
             format="campaign-dir",
             tree_sha256=_digest(path, kind),
         )
     return entry
 
 
+def _campaign_doc(directory: Path) -> dict[str, Any]:
+    """``campaign.json`` of a campaign directory, read as ``bundle seal`` reads it."""
+    from bundler.campaign import read_json
+
+    if (directory / "campaign.json").is_symlink():
+        raise _NotRegistrable("campaign.json: symbolic links are not followed")
+    problems: list[Problem] = []
+    doc = read_json(directory / "campaign.json", "campaign.json", problems)
+    if problems:
+        raise _NotRegistrable(str(problems[0]))
+    if not isinstance(doc, dict):
+        raise _NotRegistrable("campaign.json: not a JSON object")
+    return doc
+
+
 _CLASS = {
     "ok": "local, verified",
     "mismatch": "local, digest mismatch",
     "unreadable": "local, unreadable",
+    "refused": "refused",
 }
+_FAILING = ("mismatch", "unreadable", "refused")
 
 
-def _classified(entry: str, artifact: dict[str, Any], status: str) -> dict[str, Any]:
+def _classified(
+    entry: str, artifact: dict[str, Any], status: str, detail: str | None = None
+) -> dict[str, Any]:
     # Anything not found locally is "external" with its availability note, never "missing".
-    return {
+    out = {
         "entry": entry,
         **{k: artifact.get(k) for k in ("path", "kind", "sha256", "availability")},
         "class": _CLASS.get(status, "external"),
         "status": status,
     }
+    if detail is not None:
+        out["detail"] = detail
+    return out
+
+
+def _artifact_path_problem(rel: Any) -> str | None:
+    """Why an artifact ``path`` must not be looked up at all (as ``verify --media`` refuses)."""
+    if not isinstance(rel, str):
+        return "path is not a string"
+    return member_name_problem(rel)
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """True when ``path`` resolves (links followed) to a place under ``folder``."""
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):  # a link loop
+        return False
 
 
 def _campaign_artifacts(
@@ -176,10 +245,28 @@ def _campaign_artifacts(
 ) -> None:
     from bundler.campaign import load_campaign
 
-    camp, _ = load_campaign(directory)
+    try:
+        camp, _ = load_campaign(directory)
+    except OSError as exc:
+        where = f"{Path(exc.filename).name}: " if exc.filename else ""
+        report.invalid.append(
+            {"path": name, "problem": f"{where}cannot read: {exc.strerror or exc}"}
+        )
+        return
     for row in camp.tables.get("artifacts", []):
-        rel = str(row.get("path"))
-        local = next((d / rel for d in (directory, *media_dirs) if (d / rel).is_file()), None)
+        rel = row.get("path")
+        if (why := _artifact_path_problem(rel)) is not None:
+            # Never let an entry's own table steer hashing outside ROOT and --media.
+            report.artifacts.append(_classified(name, row, "refused", f"unacceptable path: {why}"))
+            continue
+        assert isinstance(rel, str)
+        if not _inside(directory / rel, directory):
+            report.artifacts.append(
+                _classified(name, row, "refused", "resolves outside its folder (symbolic link)")
+            )
+            continue
+        candidates = [directory / rel, *(d / rel for d in media_dirs)]
+        local = next((c for c in candidates if c.is_file()), None)
         status = "external"
         if local is not None:
             got = hash_file(local)
@@ -189,6 +276,43 @@ def _campaign_artifacts(
                 else ("ok" if row.get("sha256") in (None, got.sha256) else "mismatch")
             )
         report.artifacts.append(_classified(name, row, status))
+
+
+def _bundle_check(  # noqa: PLR0917 - private helper of one loop
+    report: InventoryReport,
+    root: Path,
+    name: str,
+    trusted: Sequence[Ed25519PublicKey],
+    allow_unsigned: bool,
+    media_dirs: Sequence[Path],
+) -> None:
+    """Verify one bundle entry as ``bundle verify`` does; its artifacts are classified too."""
+    try:
+        rep = check_bundle(
+            root / name, trusted=trusted, allow_unsigned=allow_unsigned, media_dirs=media_dirs
+        )
+    except OSError as exc:
+        report.verify.append(
+            {
+                "path": name,
+                "ok": False,
+                "trusted": False,
+                "signature_status": "unchecked",
+                "problems": [f"{name}: cannot read: {exc.strerror or exc}"],
+            }
+        )
+        return
+    report.verify.append(
+        {
+            "path": name,
+            "ok": rep.ok,
+            # ok with --allow-unsigned means "intact", not "signed by someone you trust".
+            "trusted": not rep.problems and rep.signature_status == "verified",
+            "signature_status": rep.signature_status,
+            "problems": [str(p) for p in rep.problems],
+        }
+    )
+    report.artifacts += [_classified(name, asdict(e), e.status) for e in rep.external]
 
 
 def check_inventory(
@@ -217,12 +341,17 @@ def check_inventory(
     for name, kind in found.items():
         entry = registered.get(name)
         if entry is None:
-            if fix:
-                new = _describe(root / name, kind)
-                register["entries"].append(new)
-                report.added.append(new)
-            else:
+            if not fix:
                 report.unregistered.append(name)
+                continue
+            try:
+                new = _describe(root / name, kind)
+            except _NotRegistrable as exc:
+                # One bad entry must not stop the others from being registered.
+                report.invalid.append({"path": name, "problem": str(exc)})
+                continue
+            register["entries"].append(new)
+            report.added.append(new)
             continue
         want = entry.get("sha256") if kind == "bundle" else entry.get("tree_sha256")
         got = _digest(root / name, kind)
@@ -231,19 +360,8 @@ def check_inventory(
     for name, kind in found.items():
         if kind == "campaign":
             _campaign_artifacts(report, name, root / name, media_dirs)
-            continue
-        rep = check_bundle(
-            root / name, trusted=trusted, allow_unsigned=allow_unsigned, media_dirs=media_dirs
-        )
-        report.verify.append(
-            {
-                "path": name,
-                "ok": rep.ok,
-                "signature_status": rep.signature_status,
-                "problems": [str(p) for p in rep.problems],
-            }
-        )
-        report.artifacts += [_classified(name, asdict(e), e.status) for e in rep.external]
+        else:
+            _bundle_check(report, root, name, trusted, allow_unsigned, media_dirs)
     if report.added:
         register["entries"].sort(key=lambda e: e["path"])
         text = json.dumps(register, indent=2, sort_keys=True) + "\n"

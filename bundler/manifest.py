@@ -1,10 +1,16 @@
 """The manifest and the in-toto Statement that signatures cover.
 
 ``manifest.json`` lists every member (path, SHA-256, size, role) and every
-external artifact (SHA-256, size, kind, availability). The signed payload is an
-in-toto Statement v1 whose subjects are the manifest itself, every member and
-every external artifact; its predicate binds the manifest's digest. Both are
-RFC 8785 canonical JSON so an auditor can rebuild the signed bytes.
+external artifact (SHA-256, size, kind, availability). Every author string in
+it (title, arms, the externals' ``availability`` and ``uri``) has been through
+the sanitizer before it gets here, and names (campaign id, paths) were refused
+at seal if a rule would change them (``specs/sanitizer.md``): the statement
+below copies ``availability`` from this document, never from the campaign.
+
+The signed payload is an in-toto Statement v1 whose subjects are the manifest
+itself, every member and every external artifact; its predicate binds the
+manifest's digest. Both are RFC 8785 canonical JSON so an auditor can rebuild
+the signed bytes.
 """
 
 from __future__ import annotations

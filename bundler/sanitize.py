@@ -1,66 +1,210 @@
-"""Scrub identifying details from receipts, logs and documents; keep numbers exact.
+"""Scrub credentials and identifying details from every author string; keep numbers exact.
 
-Rules (``specs/campaign-layout.md`` § Sanitization is the contract), applied in
-this order to every string value (never to numbers, never to timestamps):
+``specs/sanitizer.md`` is the contract: what is guaranteed, what is not, and
+each rule with its source. Rules (``RULES``, applied in this order to every
+string value and object key; never to numbers, booleans or ``null``):
 
-=================  =================================================  =====================
-rule               matches                                            replaced by
-=================  =================================================  =====================
-``bearer_token``   ``Bearer <token>``                                 ``Bearer <redacted>``
-``api_key``        ``api_key=…``, ``token: …``, ``password=…`` etc.   ``<name>=<redacted>``
-``key_literal``    ``sk-…``, ``hf_…``, ``ghp_…``, ``AKIA…`` literals  ``<redacted>``
-``home_path``      ``/home/<user>``, ``/Users/<user>``, ``/root``      ``/home/<user>``
-``ipv4``           dotted quads that are valid IPv4 addresses         ``<ip-N>``
-``ipv6``           tokens that parse as IPv6 addresses                ``<ip-N>``
-``hostname``       names in ``campaign.json`` ``sanitize.hostnames``, ``<host-N>``
-                   this machine's hostname, and FQDNs under common
-                   public and private suffixes, except names listed
-                   in ``sanitize.keep_hosts`` (public download hosts)
-=================  =================================================  =====================
+===================  ===============================================  ==========================
+rule                 matches                                          replaced by
+===================  ===============================================  ==========================
+``private_key``      PEM ``-----BEGIN … PRIVATE KEY-----`` blocks     ``<redacted>``
+``bearer_token``     ``Bearer <token>``                               ``Bearer <redacted>``
+``basic_auth``       ``Basic <base64 of user:password>``              ``Basic <redacted>``
+``authorization``    ``Authorization: [scheme] <credentials>``        ``… [scheme] <redacted>``
+``url_credentials``  ``scheme://user:password@``                      ``scheme://<redacted>@``
+``api_key``          ``<secret name>=value``, ``"<secret name>": "…"``  the value: ``<redacted>``
+``key_literal``      vendor token formats (``sk-``, ``hf_``, ``ghp_``,  ``<redacted>``
+                     ``AKIA``/``ASIA`` key IDs, JWTs, …)
+``home_path``        ``/home/<user>``, ``/Users/<user>``, ``/root``   ``/home/<user>``
+``ipv4``             dotted quads, octets 0–255, leading zeros too    ``<ip-N>``
+``ipv6``             tokens that parse as IPv6 addresses              ``<ip-N>``
+``hostname``         listed names, this machine's name, and DNS names  ``<host-N>``
+                     under common public and private suffixes, except
+                     names listed in ``sanitize.keep_hosts``
+===================  ===============================================  ==========================
+
+A string under an object key or table field whose *name* marks a secret
+(``password``, ``HF_TOKEN``, ``aws_secret_access_key``, …) is replaced whole
+(rule ``secret_field``), whatever it looks like.
+
+Every rule is linear in its input: each unbounded repetition either always
+succeeds once started or can start only where the previous character is not
+of its own class (``tests/test_sanitize_linear.py`` times each rule on
+adversarial megabytes). Nested values are walked iteratively, so depth costs
+memory, not stack.
 
 Addresses and hosts get numbered pseudonyms (first appearance = 1) that are
-consistent across the whole seal, so server identities that happened to be
-addresses stay distinct and joinable. The scrubbed values themselves are never
+consistent across the whole seal. The scrubbed values themselves are never
 recorded: only member, field, rule and count.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import ipaddress
 import re
 import socket
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["RULES_VERSION", "Finding", "Sanitizer"]
+__all__ = [
+    "CREDENTIAL_RULES",
+    "REDACTED",
+    "RULES",
+    "RULES_VERSION",
+    "SECRET_FIELD",
+    "Finding",
+    "SanitizeError",
+    "Sanitizer",
+    "is_secret_name",
+]
 
-RULES_VERSION = "1"
+RULES_VERSION = "2"
 
-_BEARER = re.compile(r"\b(Bearer)\s+[A-Za-z0-9\-._~+/]+=*", re.IGNORECASE)
+REDACTED = "<redacted>"
+
+RULES: tuple[str, ...] = (
+    "private_key",
+    "bearer_token",
+    "basic_auth",
+    "authorization",
+    "url_credentials",
+    "api_key",
+    "key_literal",
+    "home_path",
+    "ipv4",
+    "ipv6",
+    "hostname",
+)
+"""Rule names in the order they are applied; each rule sees the previous rule's output."""
+
+SECRET_FIELD = "secret_field"  # noqa: S105 (a rule name)
+"""The rule name counted when a value is replaced because of its key or field name."""
+
+CREDENTIAL_RULES = frozenset({"private_key", "basic_auth", "url_credentials", "key_literal"})
+"""Rules precise enough that a finding in a member carried verbatim refuses the seal."""
+
+# Values that are placeholders, not secrets: ``$TOKEN``, ``${TOKEN}``, ``{token}``,
+# ``<token>`` (and our own ``<redacted>``, so scrubbing twice changes nothing).
+_NOT_PLACEHOLDER = r"(?![$<{])"
+
+# --- credentials -----------------------------------------------------------------------------
+# detect-secrets 1.5.0 PrivateKeyDetector; gitleaks rule ``private-key``. The body runs to
+# the next "-" (base64 has none), so an unterminated block costs one pass, not one per BEGIN.
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----[^-]*+"
+    r"(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----)?"
+)
+# gitleaks rule ``curl-auth-header`` (the header part): any scheme, credentials redacted.
+_AUTHORIZATION = re.compile(
+    r"\b((?:proxy-)?authorization)(\\?[\"']?[ \t]*+[:=][ \t]*+\\?[\"']?)"
+    r"(?>((?:basic|bearer|token|digest|negotiate|ntlm|apikey|aws4-hmac-sha256)[ \t]++)?)"
+    + _NOT_PLACEHOLDER
+    + r"[^\s\"'`,;\\]++",
+    re.IGNORECASE,
+)
+# reprobundle rules 1 (RFC 6750 token68 characters).
+_BEARER = re.compile(r"\b(Bearer)[ \t]++[A-Za-z0-9\-._~+/]++=*+", re.IGNORECASE)
+# RFC 7617: base64 of "user:password"; only values that decode to one are redacted.
+_BASIC = re.compile(r"\b(Basic)[ \t]++([A-Za-z0-9+/]{6,}+={0,2}+)(?![A-Za-z0-9+/=])", re.IGNORECASE)
+# detect-secrets 1.5.0 BasicAuthDetector (``://user:password@``), with the user redacted too.
+_URL_CREDENTIALS = re.compile(
+    r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]{0,30}+://)"
+    r"[^\s:/?#@\"'<>\\]*+:" + _NOT_PLACEHOLDER + r"[^\s/?#@\"'<>\\]++@"
+)
+# detect-secrets 1.5.0 KeywordDetector and gitleaks ``generic-api-key`` (name = value), with
+# the name decided by ``is_secret_name``: the regex only finds "<identifier ending in a
+# keyword> <separator> <value>". The identifier starts where the previous character is not
+# an identifier character, so a long identifier is scanned once.
 _API_KEY = re.compile(
-    r"""\b((?:x-)?api[_-]?key|access[_-]?token|auth[_-]?token|secret(?:[_-]?key)?|password|passwd|token)"""
-    r"""(["']?\s*[:=]\s*["']?)(?!<redacted>)([^\s"',;&}]+)""",
+    r"(?<![\w.-])([\w.-]*?(?:token|secret|passw(?:or)?d|pwd|passphrase|credentials?|key))"
+    r"(\\?[\"']?[ \t]*+[:=]{1,2}+[ \t]*+)"
+    r"(?:(\\?\")" + _NOT_PLACEHOLDER + r"[^\"\\\n]*+\\?\""
+    r"|(')" + _NOT_PLACEHOLDER + r"[^'\\\n]*+'"
+    r"|" + _NOT_PLACEHOLDER + r"[^\s\"'`,;&}\\]++)",
     re.IGNORECASE,
 )
+# Vendor token formats. Sources: detect-secrets 1.5.0 plugins (AWSKeyDetector,
+# GitHubTokenDetector, GitLabTokenDetector, SlackDetector, StripeDetector, NpmDetector,
+# PypiTokenDetector, JwtTokenDetector, OpenAIDetector) and gitleaks ``config/gitleaks.toml``
+# rules (aws-access-token, github-pat, github-fine-grained-pat, gitlab-pat, huggingface-
+# access-token, huggingface-organization-api-token, gcp-api-key, jwt, slack-*-token,
+# anthropic-api-key, openai-api-key). Lengths are lower bounds where vendors have changed
+# them. Every alternative starts with a literal and runs over a class the look-behind
+# excludes, so it either succeeds or fails within its own run.
 _KEY_LITERAL = re.compile(
-    r"\b(?:sk-[A-Za-z0-9_\-]{16,}|hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|AKIA[0-9A-Z]{16})\b"
+    r"(?<![A-Za-z0-9_-])(?:"
+    r"sk-[A-Za-z0-9_-]{16,}+"
+    r"|[rs]k_(?:live|test)_[A-Za-z0-9]{16,}+"
+    r"|hf_[A-Za-z0-9]{20,}+"
+    r"|api_org_[A-Za-z0-9]{20,}+"
+    r"|gh[pousr]_[A-Za-z0-9]{20,}+"
+    r"|github_pat_[A-Za-z0-9_]{22,}+"
+    r"|gl(?:pat|dt|ft|soat|rt|cbt|ptt|agent|oas|imt|ffct)-[A-Za-z0-9_-]{20,}+"
+    r"|xox[abposr]-[A-Za-z0-9-]{10,}+"
+    r"|(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])"
+    r"|AIza[A-Za-z0-9_-]{35}"
+    r"|npm_[A-Za-z0-9]{36}"
+    r"|pypi-AgE[A-Za-z0-9_-]{50,}+"
+    r"|eyJ[A-Za-z0-9_-]{4,}+\.[A-Za-z0-9_=-]{4,}+(?:\.[A-Za-z0-9_.+/=-]*+)?"
+    r")"
 )
-_HOME = re.compile(r"(?:/home|/Users)/(?!<user>)[^/\s\"':]+|/root(?=/|\b)")
-_IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w.])")
+
+# --- identifying details ---------------------------------------------------------------------
+_HOME = re.compile(
+    r"(?:/home|/Users)/(?!<user>)[^/\s\"':\\]++"
+    r"|/root(?=/|\b)"
+    r"|(?<![A-Za-z])[A-Za-z]:(\\{1,2})Users\1(?!<user>)[^\\/\s\"':]++"
+)
+_IPV4 = re.compile(r"(?<![\w])(?<!\d\.)(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\w])(?!\.\d)")
 _IPV6_CANDIDATE = re.compile(r"(?<![\w:.])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:])")
-_FQDN = re.compile(
-    r"\b(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+"
-    r"(?:local|lan|internal|intranet|corp|home|localdomain|com|net|org|io|cn|ai|dev|cloud)\b",
-    re.IGNORECASE,
+# A run of DNS-ish labels; which part of it is a host name is decided in Python
+# (``Sanitizer._hosts``), so no regex backtracks over labels.
+_DOTTED = re.compile(r"(?<![A-Za-z0-9_.-])[A-Za-z0-9_-]*+(?:\.[A-Za-z0-9_-]*+)++")
+_LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
+_SUFFIXES = frozenset(
+    {
+        *("local", "lan", "internal", "intranet", "corp", "home", "localdomain"),
+        *("com", "net", "org", "io", "cn", "ai", "dev", "cloud"),
+    }
 )
-# A cheap first pass: most strings (ids, enums) match none of the rules.
+
+# A cheap first pass: most strings (ids, enums) match no rule. Every rule's match
+# contains one of these (``tests/test_sanitize.py`` checks it for each rule's examples).
 _ANY = re.compile(
-    r"bearer|key|token|secret|passw|sk-|hf_|gh[pousr]_|AKIA|/home/|/Users/|/root|\d\.\d|:[0-9A-Fa-f]*:"
-    r"|\.[a-z]{2,11}\b",
+    r"bearer|basic|authoriz|key|token|secret|passw|pwd|passphrase|credential"
+    r"|sk-|[rs]k_|hf_|api_org_|gh[pousr]_|github_pat_|gl[a-z]{1,6}-|xox|A3T|AKIA|ASIA|ABIA|ACCA"
+    r"|AIza|npm_|pypi-|eyJ|://|/home/|/Users/|\\Users\\|/root|\d\.\d|:[0-9A-Fa-f]{0,4}:"
+    r"|\.(?:" + "|".join(sorted(_SUFFIXES, key=lambda s: (-len(s), s))) + r")(?![A-Za-z0-9_-])",
     re.IGNORECASE,
 )
+
+# --- secret names ------------------------------------------------------------------------------
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_SECRET_NAME = re.compile(
+    r"(?:^|_)(?:token|secret|password|passwd|pwd|passphrase|credentials?"
+    r"|(?:api|access|secret|private|auth|client|account|service|signing|encryption|master"
+    r"|session)_?key|apikey|authtoken|accesstoken)$"
+)
+# Names that end like a secret but are not one (tokenizer special tokens).
+_NOT_SECRET_NAME = re.compile(r"(?:^|_)(?:bos|eos|pad|unk|sep|cls|mask)_token$")
+_NAME_MAX = 200
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a key, field or variable called ``name`` holds a secret.
+
+    ``password``, ``HF_TOKEN``, ``x-api-key``, ``aws_secret_access_key``,
+    ``SecretAccessKey``, ``--hf-token`` are; ``max_tokens``, ``tokenizer``,
+    ``eos_token``, ``sort_key``, ``key_id`` are not.
+    """
+    if len(name) > _NAME_MAX:
+        return False
+    norm = re.sub(r"[^a-z0-9]+", "_", _CAMEL.sub("_", name).lower()).strip("_")
+    return bool(_SECRET_NAME.search(norm)) and not _NOT_SECRET_NAME.search(norm)
 
 
 @dataclass(frozen=True)
@@ -70,6 +214,19 @@ class Finding:
     member: str
     line: int
     rule: str
+
+
+class SanitizeError(ValueError):
+    """Scrubbing would make a value ambiguous (two object keys become one)."""
+
+    def __init__(self, member: str, field: str, message: str) -> None:
+        super().__init__(f"{member}, field {field!r}: {message}")
+        self.member = member
+        self.field = field
+        self.message = message
+
+
+_Step = Callable[[str, list[str], bool], str]
 
 
 class Sanitizer:
@@ -88,10 +245,12 @@ class Sanitizer:
             local = socket.gethostname()
             if len(local) >= 3 and local.lower() not in {"localhost", "localhost.localdomain"}:
                 names.add(local)
-        # Longest first so that "node7.lan" wins over "node7".
+        # Longest first so that "node7.lan" wins over "node7". A listed name ends at anything
+        # but a word character ("rack-node7", "node7-ib0" and "x.node7" are scrubbed, "node70"
+        # is not) and never inside our own placeholders ("<host-1>", "/home/<user>").
         ordered = sorted(names, key=lambda h: (-len(h), h))
         self._named = (
-            re.compile(r"(?<![\w.-])(?:" + "|".join(map(re.escape, ordered)) + r")(?![\w-])")
+            re.compile(r"(?<![\w<])(?:" + "|".join(map(re.escape, ordered)) + r")(?![\w>])")
             if ordered
             else None
         )
@@ -99,58 +258,156 @@ class Sanitizer:
         self._next = Counter[str]()
         self.counts: Counter[tuple[str, str, str]] = Counter()
         self._cache: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self._steps: dict[str, _Step] = {
+            "private_key": self._simple(_PRIVATE_KEY, "private_key", lambda m: REDACTED),
+            "bearer_token": self._simple(
+                _BEARER, "bearer_token", lambda m: m.group(1) + " " + REDACTED
+            ),
+            "basic_auth": self._basic,
+            "authorization": self._simple(
+                _AUTHORIZATION,
+                "authorization",
+                lambda m: m.group(1) + m.group(2) + (m.group(3) or "") + REDACTED,
+            ),
+            "url_credentials": self._simple(
+                _URL_CREDENTIALS, "url_credentials", lambda m: m.group(1) + REDACTED + "@"
+            ),
+            "api_key": self._api_key,
+            "key_literal": self._simple(_KEY_LITERAL, "key_literal", lambda m: REDACTED),
+            "home_path": self._simple(_HOME, "home_path", _home_repl),
+            "ipv4": self._ipv4,
+            "ipv6": self._ipv6,
+            "hostname": self._hosts,
+        }
+        assert tuple(self._steps) == RULES
 
-    def _pseudonym(self, kind: str, value: str) -> str:
+    # --- pseudonyms ------------------------------------------------------------------------
+
+    def _pseudonym(self, kind: str, value: str, assign: bool) -> str:
         key = (kind, value.lower())
-        if key not in self._pseudo:
-            self._next[kind] += 1
-            self._pseudo[key] = f"<{kind}-{self._next[kind]}>"
+        if key in self._pseudo:
+            return self._pseudo[key]
+        if not assign:
+            return f"<{kind}-?>"
+        self._next[kind] += 1
+        self._pseudo[key] = f"<{kind}-{self._next[kind]}>"
         return self._pseudo[key]
 
-    def _apply(self, text: str) -> tuple[str, tuple[str, ...]]:
-        hits: list[str] = []
+    # --- rule steps: (text, hits, assign) -> text ------------------------------------------
 
-        def sub(rule: str, pattern: re.Pattern[str], repl: Any, s: str) -> str:
+    @staticmethod
+    def _simple(pattern: re.Pattern[str], rule: str, repl: Callable[[re.Match[str]], str]) -> _Step:
+        def step(s: str, hits: list[str], assign: bool) -> str:
             out, n = pattern.subn(repl, s)
             hits.extend([rule] * n)
             return out
 
-        s = sub("bearer_token", _BEARER, r"\1 <redacted>", text)
-        s = sub("api_key", _API_KEY, r"\1\2<redacted>", s)
-        s = sub("key_literal", _KEY_LITERAL, "<redacted>", s)
-        s = sub("home_path", _HOME, "/home/<user>", s)
-        s = self._sub_checked(s, hits, "ipv4", _IPV4, ipaddress.IPv4Address)
-        s = self._sub_checked(s, hits, "ipv6", _IPV6_CANDIDATE, ipaddress.IPv6Address)
-        if self._named is not None:
-            s = sub("hostname", self._named, lambda m: self._pseudonym("host", m.group(0)), s)
-        s = self._sub_checked(s, hits, "hostname", _FQDN, self._keep_check, kind="host")
-        return s, tuple(hits)
+        return step
 
-    def _keep_check(self, name: str) -> None:
-        if name.lower() in self._keep:
-            raise ValueError(name)  # kept: _sub_checked leaves what does not "parse"
+    @staticmethod
+    def _basic(s: str, hits: list[str], assign: bool) -> str:
+        def repl(m: re.Match[str]) -> str:
+            value = m.group(2)
+            try:
+                raw = base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
+                text = raw.decode("utf-8")
+            except (binascii.Error, ValueError):
+                return m.group(0)
+            if ":" not in text or not text.isprintable():
+                return m.group(0)
+            hits.append("basic_auth")
+            return m.group(1) + " " + REDACTED
 
-    def _sub_checked(
-        self,
-        s: str,
-        hits: list[str],
-        rule: str,
-        pattern: re.Pattern[str],
-        parse: Any,
-        *,
-        kind: str = "ip",
-    ) -> str:
-        """Replace matches that ``parse`` accepts (raises ValueError to keep one) by pseudonyms."""
+        return _BASIC.sub(repl, s)
 
+    @staticmethod
+    def _api_key(s: str, hits: list[str], assign: bool) -> str:
+        def repl(m: re.Match[str]) -> str:
+            if not is_secret_name(m.group(1)):
+                return m.group(0)
+            hits.append("api_key")
+            quote = m.group(3) or m.group(4) or ""
+            return m.group(1) + m.group(2) + quote + REDACTED + quote
+
+        return _API_KEY.sub(repl, s)
+
+    def _ipv4(self, s: str, hits: list[str], assign: bool) -> str:
+        def repl(m: re.Match[str]) -> str:
+            if any(int(octet) > 255 for octet in m.groups()):
+                return m.group(0)
+            hits.append("ipv4")
+            return self._pseudonym("ip", m.group(0), assign)
+
+        return _IPV4.sub(repl, s)
+
+    def _ipv6(self, s: str, hits: list[str], assign: bool) -> str:
         def repl(m: re.Match[str]) -> str:
             try:
-                parse(m.group(0))
+                ipaddress.IPv6Address(m.group(0))
             except ValueError:
                 return m.group(0)
-            hits.append(rule)
-            return self._pseudonym(kind, m.group(0))
+            hits.append("ipv6")
+            return self._pseudonym("ip", m.group(0), assign)
 
-        return pattern.sub(repl, s)
+        return _IPV6_CANDIDATE.sub(repl, s)
+
+    def _hosts(self, s: str, hits: list[str], assign: bool) -> str:
+        if self._named is not None:
+
+            def named(m: re.Match[str]) -> str:
+                hits.append("hostname")
+                return self._pseudonym("host", m.group(0), assign)
+
+            s = self._named.sub(named, s)
+        return _DOTTED.sub(lambda m: self._dotted(m.group(0), hits, assign), s)
+
+    def _dotted(self, run: str, hits: list[str], assign: bool) -> str:
+        """Replace, in one run of dotted labels, each longest name ending in a known suffix."""
+        labels = run.split(".")
+        valid = [bool(_LABEL.fullmatch(x)) for x in labels]
+        out: list[str] = []
+        i, n = 0, len(labels)
+        while i < n:
+            if not valid[i]:
+                out.append(labels[i])
+                i += 1
+                continue
+            j, last = i, -1
+            while j < n and valid[j]:
+                if j > i and labels[j].lower() in _SUFFIXES:
+                    last = j
+                j += 1
+            if last < 0:
+                out.extend(labels[i:j])
+            else:
+                name = ".".join(labels[i : last + 1])
+                if name.lower() in self._keep:
+                    out.append(name)
+                else:
+                    hits.append("hostname")
+                    out.append(self._pseudonym("host", name, assign))
+                out.extend(labels[last + 1 : j])
+            i = j
+        return ".".join(out)
+
+    # --- applying ------------------------------------------------------------------------------
+
+    def _apply(self, text: str, assign: bool = True) -> tuple[str, tuple[str, ...]]:
+        hits: list[str] = []
+        s = text
+        for step in self._steps.values():
+            s = step(s, hits, assign)
+        return s, tuple(hits)
+
+    def apply_rule(self, rule: str, text: str) -> str:
+        """``text`` with the one rule ``rule`` applied (no counting); for tests and timing."""
+        return self._steps[rule](text, [], True)
+
+    def would_change(self, text: str) -> list[str]:
+        """The rules that would change ``text``, in order; assigns no pseudonym, counts nothing."""
+        if self._named is None and not _ANY.search(text):
+            return []
+        return sorted(set(self._apply(text, assign=False)[1]), key=RULES.index)
 
     def scrub(self, text: str, member: str, field: str) -> str:
         """Return ``text`` with every rule applied; count hits under (member, field)."""
@@ -165,10 +422,19 @@ class Sanitizer:
             self.counts[(member, field, rule)] += 1
         return cached[0]
 
+    def _redact_field(self, text: str, member: str, field: str) -> str:
+        """A string under a secret-named key or field: replaced whole (empty stays empty)."""
+        if not text or text == REDACTED:
+            return text
+        self.counts[(member, field, SECRET_FIELD)] += 1
+        return REDACTED
+
     def scrub_column(self, values: list[Any], member: str, field: str) -> list[Any]:
         """Scrub a whole column: each distinct string once, counts weighted by repeats."""
         if not all(v is None or type(v) is str for v in values):
             return [self.scrub_value(v, member, field) for v in values]
+        if is_secret_name(field.rsplit(".", 1)[-1]):
+            return [None if v is None else self._redact_field(v, member, field) for v in values]
         mapping: dict[str, str] = {}
         for text, n in Counter(v for v in values if v is not None).items():
             out = self.scrub(text, member, field)  # counts one occurrence ...
@@ -177,27 +443,68 @@ class Sanitizer:
             mapping[text] = out
         return [None if v is None else mapping[v] for v in values]
 
+    def scrub_key(self, key: str, member: str, field: str) -> str:
+        """An object key scrubbed like a value (a per-host map keyed by addresses, say)."""
+        return self.scrub(key, member, field)
+
     def scrub_value(self, value: Any, member: str, field: str) -> Any:
-        """Scrub strings inside ``value`` (nested dicts and lists too); other types unchanged."""
-        if isinstance(value, str):
-            return self.scrub(value, member, field)
-        if isinstance(value, dict):
-            return {
-                k: self.scrub_value(v, member, f"{field}.{k}" if field else k)
-                for k, v in value.items()
-            }
-        if isinstance(value, list):
-            return [self.scrub_value(v, member, field) for v in value]
-        return value
+        """Scrub strings inside ``value``, object keys included, at any depth; others unchanged.
+
+        Walks iteratively (no recursion limit). A string under a key whose name
+        marks a secret (:func:`is_secret_name`) is replaced whole; so is every
+        string below such a key. Field paths are dotted (``a.b``); list items keep
+        their list's path. Raises :class:`SanitizeError` if two keys of one object
+        scrub to the same text.
+        """
+        secret = bool(field) and is_secret_name(field.rsplit(".", 1)[-1])
+        if not isinstance(value, dict | list):
+            return self._leaf(value, member, field, secret)
+        root: Any = {} if isinstance(value, dict) else []
+        # Frames: (items iterator, output container, path, inside a secret-named key).
+        stack: list[tuple[Iterator[tuple[Any, Any]], Any, str, bool]] = [
+            (_items(value), root, field, secret)
+        ]
+        while stack:
+            it, out, path, hidden = stack[-1]
+            item = next(it, None)
+            if item is None:
+                stack.pop()
+                continue
+            key, child = item
+            child_path, child_hidden = path, hidden
+            if isinstance(out, dict):
+                raw_key = str(key)
+                # Counted under the object's path: the raw key must not reach the record.
+                new_key = self.scrub_key(raw_key, member, f"{path}.(key)" if path else "(key)")
+                if new_key in out:
+                    raise SanitizeError(
+                        member,
+                        path or "(top level)",
+                        f"two keys become {new_key!r} once scrubbed; rename one",
+                    )
+                child_path = f"{path}.{new_key}" if path else new_key
+                child_hidden = hidden or is_secret_name(raw_key)
+                key = new_key
+            if isinstance(child, dict | list):
+                sub: Any = {} if isinstance(child, dict) else []
+                _put(out, key, sub)
+                stack.append((_items(child), sub, child_path, child_hidden))
+            else:
+                _put(out, key, self._leaf(child, member, child_path, child_hidden))
+        return root
+
+    def _leaf(self, value: Any, member: str, field: str, secret: bool) -> Any:
+        if not isinstance(value, str):
+            return value  # numbers, booleans and null are never touched
+        if secret:
+            return self._redact_field(value, member, field)
+        return self.scrub(value, member, field)
 
     def scan(self, text: str, member: str) -> list[Finding]:
         """Report lines of ``text`` that a rule would change, without changing them."""
         out: list[Finding] = []
         for n, line in enumerate(text.splitlines(), start=1):
-            if not _ANY.search(line) and self._named is None:
-                continue
-            _, hits = self._apply(line)
-            out.extend(Finding(member, n, rule) for rule in sorted(set(hits)))
+            out.extend(Finding(member, n, rule) for rule in self.would_change(line))
         return out
 
     def report(self) -> list[dict[str, Any]]:
@@ -206,3 +513,23 @@ class Sanitizer:
             {"member": m, "field": f, "rule": r, "count": c}
             for (m, f, r), c in sorted(self.counts.items())
         ]
+
+
+def _items(value: dict[Any, Any] | list[Any]) -> Iterator[tuple[Any, Any]]:
+    if isinstance(value, dict):
+        return iter(value.items())
+    return ((None, v) for v in value)
+
+
+def _put(out: dict[str, Any] | list[Any], key: Any, value: Any) -> None:
+    if isinstance(out, dict):
+        out[key] = value
+    else:
+        out.append(value)
+
+
+def _home_repl(m: re.Match[str]) -> str:
+    sep = m.group(1)
+    if sep is None:
+        return "/home/<user>"
+    return m.group(0)[:2] + sep + "Users" + sep + "<user>"

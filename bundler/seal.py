@@ -6,11 +6,12 @@ import hashlib
 import io
 import json
 import platform
+import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -32,8 +33,8 @@ from bundler.manifest import (
     build_statement,
 )
 from bundler.plan_check import seal_plan_findings
-from bundler.sanitize import Finding, Sanitizer
-from bundler.tables import TABLE_NAMES, rows_to_table
+from bundler.sanitize import CREDENTIAL_RULES, Finding, SanitizeError, Sanitizer
+from bundler.tables import EXTRA_COLUMN, TABLE_NAMES, rows_to_table, table_schema
 
 __all__ = ["PARQUET_OPTIONS", "Progress", "SealResult", "environment", "seal_campaign"]
 
@@ -48,6 +49,10 @@ PARQUET_OPTIONS: dict[str, Any] = {
     "row_group_size": 1 << 20,
     "data_page_version": "1.0",
 }
+
+
+# Text logs outside ``logs/`` (``files/run.log``, rotated ``x.log.1``) are scrubbed like logs.
+_LOG_NAME = re.compile(r"\.log(?:\.[0-9]+)?$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -165,6 +170,80 @@ def _externals(
     return out, problems
 
 
+def _scrub_externals(external: list[dict[str, Any]], san: Sanitizer) -> None:
+    """Scrub the artifacts' free text as it goes into the manifest and the signed statement.
+
+    The same text was scrubbed in ``tables/artifacts.parquet`` already, so it gets the same
+    pseudonyms there and here; the path is a name and is checked, not changed
+    (:func:`_name_problems`).
+    """
+    for e in external:
+        for key in ("availability", "uri"):
+            if isinstance(e.get(key), str):
+                e[key] = san.scrub(e[key], MANIFEST_NAME, f"external.{key}")
+
+
+def _name_problems(camp: Campaign, san: Sanitizer) -> list[Problem]:
+    """Names the sanitizer would change: refused, because names are carried verbatim.
+
+    The campaign id, artifact paths and carried file names appear in the manifest, the tar
+    headers and the signed statement, and other records refer to them; rewriting them would
+    break those references, so the author renames them instead.
+    """
+
+    def why(name: str) -> str | None:
+        rules = san.would_change(name)
+        if not rules:
+            return None
+        return (
+            f"would be scrubbed ({', '.join(rules)}) but is carried verbatim as a name "
+            "(manifest, signed statement); rename it"
+        )
+
+    out: list[Problem] = []
+    cid = camp.doc.get("id")
+    if isinstance(cid, str) and (msg := why(cid)) is not None:
+        out.append(Problem("campaign.json", None, "id", f"the campaign id {msg}"))
+    rel = camp.table_files.get("artifacts", "artifacts")
+    for r in camp.tables.get("artifacts", []):
+        if isinstance(r.get("path"), str) and (msg := why(r["path"])) is not None:
+            out.append(Problem(rel, camp.label(r), "path", f"the artifact path {msg}"))
+    for name in sorted({*camp.logs, *camp.plans, *camp.files}):
+        if (msg := why(name)) is not None:
+            out.append(Problem(name, None, None, f"the file name {msg}"))
+    return out
+
+
+def _scrub_unknown_keys(
+    camp: Campaign, name: str, san: Sanitizer
+) -> tuple[list[dict[str, Any]], list[Problem]]:
+    """Rows with the names of their unknown fields scrubbed (they go into ``extra`` as keys)."""
+    rows = camp.tables.get(name, [])
+    known = set(table_schema(name)["properties"])
+    member = f"tables/{name}.parquet"
+    out: list[dict[str, Any]] = []
+    problems: list[Problem] = []
+    for r in rows:
+        if all(k in known for k in r):
+            out.append(r)
+            continue
+        new: dict[str, Any] = {}
+        for k, v in r.items():
+            nk = k if k in known else san.scrub_key(k, member, f"{EXTRA_COLUMN}.(key)")
+            if nk in new:
+                problems.append(
+                    Problem(
+                        camp.table_files.get(name, name),
+                        camp.label(r),
+                        None,
+                        f"two unknown field names become {nk!r} once scrubbed; rename one",
+                    )
+                )
+            new[nk] = v
+        out.append(new)
+    return out, problems
+
+
 def _table_scrubber(name: str, san: Sanitizer) -> Callable[[str, list[Any]], list[Any]]:
     member = f"tables/{name}.parquet"
 
@@ -182,6 +261,21 @@ def _scan(data: bytes, member: str, san: Sanitizer) -> list[Finding]:
     return san.scan(text, member)
 
 
+def _credential_problems(findings: list[Finding]) -> list[Problem]:
+    """A credential in a member carried verbatim refuses the seal: it could never be removed."""
+    return [
+        Problem(
+            f.member,
+            f"line {f.line}",
+            None,
+            f"looks like a credential ({f.rule}) in a file carried verbatim (not scrubbed): "
+            "remove it from the file (a signed bundle cannot be cleaned afterwards)",
+        )
+        for f in findings
+        if f.rule in CREDENTIAL_RULES
+    ]
+
+
 def _members(
     camp: Campaign, doc: dict[str, Any], san: Sanitizer
 ) -> tuple[list[tuple[str, bytes, str]], dict[str, int], list[Finding], list[Problem]]:
@@ -189,31 +283,66 @@ def _members(
     problems: list[Problem] = []
     members.append(("campaign.json", jcs.dumps(doc), "document"))
     if camp.scorer is not None:
-        members.append(
-            ("scorer.json", jcs.dumps(san.scrub_value(camp.scorer, "scorer.json", "")), "document")
-        )
+        try:
+            scorer = san.scrub_value(camp.scorer, "scorer.json", "")
+        except SanitizeError as exc:
+            problems.append(Problem(exc.member, None, exc.field, exc.message))
+        else:
+            members.append(("scorer.json", jcs.dumps(scorer), "document"))
     counts: dict[str, int] = {}
     for name in TABLE_NAMES:
-        rows = camp.tables.get(name, [])
-        table = rows_to_table(name, rows, scrub=_table_scrubber(name, san))
+        rows, key_problems = _scrub_unknown_keys(camp, name, san)
+        problems += key_problems
+        try:
+            table = rows_to_table(name, rows, scrub=_table_scrubber(name, san))
+        except SanitizeError as exc:
+            problems.append(Problem(exc.member, None, exc.field, exc.message))
+            continue
         members.append((f"tables/{name}.parquet", parquet_bytes(table), "table"))
         counts[name] = len(rows)
-    for rel, data in sorted(camp.logs.items()):
+    # Logs: everything under logs/, and text logs anywhere else (carried under files/).
+    logs = [(rel, rel, data) for rel, data in camp.logs.items()]
+    logs += [(rel, f"files/{rel}", d) for rel, d in camp.files.items() if _LOG_NAME.search(rel)]
+    for rel, member, data in sorted(logs, key=lambda x: x[1]):
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            problems.append(Problem(rel, None, None, f"logs must be UTF-8 text ({exc.reason})"))
+            problems.append(
+                Problem(rel, None, None, f"log files must be UTF-8 text ({exc.reason})")
+            )
             continue
-        members.append((rel, san.scrub(text, rel, "text").encode("utf-8"), "log"))
+        members.append((member, san.scrub(text, member, "text").encode("utf-8"), "log"))
     findings: list[Finding] = []
     for rel, data in sorted(camp.plans.items()):
         members.append((rel, data, "plan"))
         findings += _scan(data, rel, san)
     for rel, data in sorted(camp.files.items()):
+        if _LOG_NAME.search(rel):
+            continue
         members.append((f"files/{rel}", data, "file"))
         findings += _scan(data, f"files/{rel}", san)
+    problems += _credential_problems(findings)
     members.sort(key=lambda m: m[0])
     return members, counts, findings, problems
+
+
+class _HashingWriter(io.RawIOBase):
+    """Passes writes through to ``out`` and hashes them on the way."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self._out = out
+        self.sha256 = hashlib.sha256()
+        self.size = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b: Any) -> int:
+        data = bytes(b)
+        self._out.write(data)
+        self.sha256.update(data)
+        self.size += len(data)
+        return len(data)
 
 
 def seal_campaign(
@@ -250,13 +379,21 @@ def seal_campaign(
         raise CampaignError(
             f"{campaign_dir}: {len(problems)} problem(s); nothing written", problems
         )
-    external, ext_problems = _externals(camp, [*artifact_dirs, campaign_dir], jobs, progress)
     rules = camp.doc.get("sanitize", {})
     san = Sanitizer(rules.get("hostnames", []), keep_hosts=rules.get("keep_hosts", []))
-    scrubbed_doc = san.scrub_value(camp.doc, "campaign.json", "")
+    name_problems = _name_problems(camp, san)
+    external, ext_problems = _externals(camp, [*artifact_dirs, campaign_dir], jobs, progress)
+    try:
+        scrubbed_doc: dict[str, Any] = san.scrub_value(camp.doc, "campaign.json", "")
+    except SanitizeError as exc:
+        all_p = [*name_problems, *ext_problems, Problem(exc.member, None, exc.field, exc.message)]
+        raise CampaignError(
+            f"{campaign_dir}: {len(all_p)} problem(s); nothing written", all_p
+        ) from exc
     members, counts, findings, mem_problems = _members(camp, scrubbed_doc, san)
-    if ext_problems or mem_problems:
-        all_p = ext_problems + mem_problems
+    _scrub_externals(external, san)
+    if name_problems or ext_problems or mem_problems:
+        all_p = name_problems + ext_problems + mem_problems
         raise CampaignError(f"{campaign_dir}: {len(all_p)} problem(s); nothing written", all_p)
 
     listed = [
@@ -289,15 +426,16 @@ def seal_campaign(
         (ENVELOPE_NAME, envelope.to_bytes()),
     ]
     total = len(ordered)
-    with atomic_output(output) as fh:
-        write_container(fh, ordered)
-        if progress:
-            progress("write", total, total)
-    data = output.read_bytes()
+    # Hash what we write, never re-read the path: another seal may replace it (--force).
+    with atomic_output(output, replace=force) as fh:
+        tee = _HashingWriter(fh)
+        write_container(cast(BinaryIO, tee), ordered)
+    if progress:
+        progress("write", total, total)
     return SealResult(
         output=output,
-        bundle_sha256=hashlib.sha256(data).hexdigest(),
-        bundle_bytes=len(data),
+        bundle_sha256=tee.sha256.hexdigest(),
+        bundle_bytes=tee.size,
         campaign_id=camp.doc["id"],
         members=total,
         tables=counts,

@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from bundler.container import Limits, Member, member_name_problem, read_container
 from bundler.dsse import (
     INTOTO_PAYLOAD_TYPE,
+    Envelope,
     EnvelopeError,
     SignatureCheck,
     parse_envelope,
@@ -45,9 +46,55 @@ __all__ = [
     "OpenedBundle",
     "VerifyReport",
     "check_bundle",
+    "json_cost",
+    "needed_for_verify",
     "open_bundle",
     "verify_bundle",
 ]
+
+_TABLE_MEMBERS = frozenset(f"tables/{name}.parquet" for name in TABLE_NAMES)
+
+
+def needed_for_verify(name: str) -> bool:
+    """True for the members whose bytes verification reads (envelope, manifest, tables).
+
+    Every other member is only hashed: ``check_bundle`` reads with this as
+    ``keep``, so their bytes are never stored.
+    """
+    return name in (MANIFEST_NAME, ENVELOPE_NAME) or name in _TABLE_MEMBERS
+
+
+def json_cost(data: bytes) -> int:
+    """An upper estimate of the memory, in bytes, that ``json.loads(data)`` may take.
+
+    Parsed JSON costs far more than its text: ``{},`` (3 bytes) becomes a
+    64-byte dict plus a list slot, so 16 MiB of ``[{},{},…]`` takes about
+    400 MiB (25x) while a 100,000-member manifest takes 4x. The estimate
+    charges the text twice (bytes and decoded str), 200 bytes per ``{`` or
+    ``[``, 60 per ``,`` or ``:`` and 25 per ``"``; it stays above the measured
+    peak for objects, arrays, numbers and strings alike, and well below the
+    bound for real manifests (about 1.4 KB per member).
+    """
+    containers = data.count(b"{") + data.count(b"[")
+    separators = data.count(b",") + data.count(b":")
+    return 2 * len(data) + 200 * containers + 60 * separators + 25 * data.count(b'"')
+
+
+def _json_problem(m: Member, lim: Limits) -> tuple[bytes | None, str | None]:
+    """The member's bytes, or why they are not parsed: too large to parse within the bound."""
+    if 2 * m.size > lim.max_json_cost:
+        return None, (
+            f"{m.size:,} bytes: too large to parse within the reader's "
+            f"{lim.max_json_cost:,}-byte memory bound"
+        )
+    data = m.read_bytes()
+    cost = json_cost(data)
+    if cost > lim.max_json_cost:
+        return None, (
+            f"{m.size:,} bytes whose parse would take an estimated {cost:,} bytes of memory, "
+            f"over the reader's {lim.max_json_cost:,}-byte bound"
+        )
+    return data, None
 
 
 @dataclass(frozen=True)
@@ -124,8 +171,8 @@ class OpenedBundle:
         """Read table ``name`` from its Parquet member."""
         # use_threads=False: tables are small, and pyarrow's thread pool was seen to
         # abort ("terminate called without an active exception") at interpreter exit.
-        data = self.members[f"tables/{name}.parquet"].data
-        return pq.read_table(io.BytesIO(data), use_threads=False)
+        with self.members[f"tables/{name}.parquet"].open() as fh:
+            return pq.read_table(fh, use_threads=False)
 
     def document(self, name: str) -> dict[str, Any] | None:
         """Parse JSON member ``name`` (``campaign.json``, ``scorer.json``), or None if absent."""
@@ -134,28 +181,64 @@ class OpenedBundle:
         m = self.members.get(name)
         if m is None:
             return None
-        doc: dict[str, Any] = json.loads(m.data)
+        doc: dict[str, Any] = json.loads(m.read_bytes())
         return doc
+
+
+def _read_envelope(
+    report: VerifyReport, members: dict[str, Member], lim: Limits
+) -> Envelope | None:
+    env_member = members.get(ENVELOPE_NAME)
+    if env_member is None:
+        report.problems.append(Problem(ENVELOPE_NAME, None, None, "missing member"))
+        return None
+    data, why = _json_problem(env_member, lim)
+    if data is None:
+        report.problems.append(Problem(ENVELOPE_NAME, None, None, str(why)))
+        return None
+    try:
+        env = parse_envelope(data)
+    except EnvelopeError as exc:
+        report.problems.append(Problem(ENVELOPE_NAME, None, None, str(exc)))
+        return None
+    except RecursionError:
+        report.problems.append(Problem(ENVELOPE_NAME, None, None, "not JSON: nested too deeply"))
+        return None
+    if env.payload_type != INTOTO_PAYLOAD_TYPE:
+        report.problems.append(
+            Problem(ENVELOPE_NAME, None, "payloadType", f"unexpected {env.payload_type!r}")
+        )
+        return None
+    return env
+
+
+def _parse_payload(report: VerifyReport, payload: bytes, lim: Limits) -> dict[str, Any] | None:
+    cost = json_cost(payload)
+    why: str | None = None
+    if cost > lim.max_json_cost:
+        why = (
+            f"{len(payload):,} bytes whose parse would take an estimated {cost:,} "
+            f"bytes of memory, over the reader's {lim.max_json_cost:,}-byte bound"
+        )
+    else:
+        try:
+            return parse_statement(payload)
+        except ManifestError as exc:
+            why = str(exc)
+        except RecursionError:
+            why = "signed payload is nested too deeply"
+    report.problems.append(Problem(ENVELOPE_NAME, None, "payload", why))
+    return None
 
 
 def _check_signatures(
     report: VerifyReport,
     members: dict[str, Member],
     trusted: Sequence[Ed25519PublicKey],
+    lim: Limits,
 ) -> dict[str, Any] | None:
-    env_member = members.get(ENVELOPE_NAME)
-    if env_member is None:
-        report.problems.append(Problem(ENVELOPE_NAME, None, None, "missing member"))
-        return None
-    try:
-        env = parse_envelope(env_member.data)
-    except EnvelopeError as exc:
-        report.problems.append(Problem(ENVELOPE_NAME, None, None, str(exc)))
-        return None
-    if env.payload_type != INTOTO_PAYLOAD_TYPE:
-        report.problems.append(
-            Problem(ENVELOPE_NAME, None, "payloadType", f"unexpected {env.payload_type!r}")
-        )
+    env = _read_envelope(report, members, lim)
+    if env is None:
         return None
     report.signatures = verify_envelope(env, list(trusted))
     trusted_ids = {key_id(k) for k in trusted}
@@ -183,11 +266,7 @@ def _check_signatures(
         report.signature_status = "unchecked"
     else:
         report.signature_status = "untrusted"
-    try:
-        return parse_statement(env.payload)
-    except ManifestError as exc:
-        report.problems.append(Problem(ENVELOPE_NAME, None, "payload", str(exc)))
-        return None
+    return _parse_payload(report, env.payload, lim)
 
 
 def _check_members(
@@ -251,8 +330,24 @@ def _check_statement(
         )
 
 
+def _parquet_footer_problem(m: Member, lim: Limits) -> str | None:
+    """Refuse a footer (Parquet metadata) over the bound before pyarrow allocates it."""
+    if m.size < 12:
+        return None  # pyarrow says what is wrong with it
+    with m.open() as fh:
+        fh.seek(-8, io.SEEK_END)
+        tail = fh.read(8)
+    size = int.from_bytes(tail[:4], "little")
+    if tail[4:] == b"PAR1" and size > lim.max_parquet_footer_bytes:
+        return (
+            f"not a readable Parquet file: footer of {size:,} bytes, over the "
+            f"{lim.max_parquet_footer_bytes:,}-byte bound"
+        )
+    return None
+
+
 def _check_tables(
-    report: VerifyReport, members: dict[str, Member], manifest: dict[str, Any]
+    report: VerifyReport, members: dict[str, Member], manifest: dict[str, Any], lim: Limits
 ) -> None:
     listed = {m["path"] for m in manifest["members"]}
     for name in TABLE_NAMES:
@@ -263,8 +358,12 @@ def _check_tables(
             report.problems.append(Problem(path, None, None, "format 1 requires this table"))
         if m is None:
             continue  # reported as absent (or unlisted) already
+        if (why := _parquet_footer_problem(m, lim)) is not None:
+            report.problems.append(Problem(path, None, None, why))
+            continue
         try:
-            meta_file = pq.read_metadata(io.BytesIO(m.data))
+            with m.open() as fh:
+                meta_file = pq.read_metadata(fh)
             schema = meta_file.schema.to_arrow_schema()
         except (pa.ArrowException, OSError) as exc:
             report.problems.append(Problem(path, None, None, f"not a readable Parquet file: {exc}"))
@@ -348,39 +447,68 @@ def _check_external(
             report.external.append(ExternalCheck(**base, status="ok", found_at=str(p)))
 
 
+def _read_manifest(
+    report: VerifyReport, members: dict[str, Member], lim: Limits
+) -> dict[str, Any] | None:
+    m = members.get(MANIFEST_NAME)
+    if m is None:
+        report.problems.append(Problem(MANIFEST_NAME, None, None, "missing member"))
+        return None
+    data, why = _json_problem(m, lim)
+    if data is None:
+        report.problems.append(Problem(MANIFEST_NAME, None, None, str(why)))
+        return None
+    try:
+        return parse_manifest(data)
+    except ManifestError as exc:
+        report.problems.append(Problem(MANIFEST_NAME, None, None, str(exc)))
+    except RecursionError:
+        report.problems.append(
+            Problem(MANIFEST_NAME, None, None, "manifest.json is not JSON: nested too deeply")
+        )
+    return None
+
+
 def open_bundle(
     path: Path,
     *,
     trusted: Sequence[Ed25519PublicKey] = (),
     allow_unsigned: bool = False,
     limits: Limits | None = None,
+    keep: Callable[[str], bool] | None = None,
 ) -> OpenedBundle:
     """Read ``path`` and check signatures, manifest, members and table formats.
 
     Never raises for integrity problems: they are in ``.report.problems``.
+    ``keep`` (default: all) selects the members whose bytes stay readable
+    through ``.members``; pass :func:`needed_for_verify` when only the report
+    matters (every member is hashed and checked either way).
 
     Raises:
         BundleFormatError: the container itself is malformed (see ``read_container``).
+        UsageError: ``path`` is not a regular file.
         OSError: the file cannot be read.
     """
+    lim = limits or Limits()
     report = VerifyReport(str(path), allow_unsigned=allow_unsigned)
-    members = {m.name: m for m in read_container(Path(path), limits)}
-    statement = _check_signatures(report, members, trusted)
-    manifest: dict[str, Any] | None = None
-    if MANIFEST_NAME not in members:
-        report.problems.append(Problem(MANIFEST_NAME, None, None, "missing member"))
-    else:
-        try:
-            manifest = parse_manifest(members[MANIFEST_NAME].data)
-        except ManifestError as exc:
-            report.problems.append(Problem(MANIFEST_NAME, None, None, str(exc)))
+    if keep is not None:
+        # Verification itself reads the envelope, manifest and tables whatever the caller keeps.
+        wanted = keep
+
+        def keep_also_needed(name: str) -> bool:
+            return needed_for_verify(name) or wanted(name)
+
+        keep = keep_also_needed
+    members = {m.name: m for m in read_container(Path(path), lim, keep=keep)}
+    statement = _check_signatures(report, members, trusted, lim)
+    manifest = _read_manifest(report, members, lim)
     if manifest is not None:
         report.format_version = manifest["format_version"]
         report.campaign = manifest["campaign"]
         _check_members(report, members, manifest)
         if statement is not None:
             _check_statement(report, members, manifest, statement)
-        _check_tables(report, members, manifest)
+        _check_tables(report, members, manifest, lim)
     return OpenedBundle(members, manifest, report)
 
 
@@ -399,7 +527,13 @@ def check_bundle(
     A malformed container is reported as a problem too, never raised.
     """
     try:
-        opened = open_bundle(path, trusted=trusted, allow_unsigned=allow_unsigned, limits=limits)
+        opened = open_bundle(
+            path,
+            trusted=trusted,
+            allow_unsigned=allow_unsigned,
+            limits=limits,
+            keep=needed_for_verify,  # the other members are hashed, never stored
+        )
     except BundleFormatError as exc:
         report = VerifyReport(str(path), allow_unsigned=allow_unsigned)
         message = exc.message.removeprefix(f"{path}: ")

@@ -78,6 +78,12 @@ STATISTICS: dict[str, Statistic] = {
             ("count",),
             "receipts of the accepted attempt with status ok, all phases",
         ),
+        Statistic(
+            "requests_measured",
+            (),
+            ("count",),
+            "receipts of the accepted attempt in phase measured, any status",
+        ),
         Statistic("comparisons_total", (), ("count",), "comparisons of the accepted attempt"),
         Statistic(
             "comparisons_passed",

@@ -1,17 +1,23 @@
-"""``replay_bundle``: verify a bundle, then re-derive every statistic, verdict and claim.
+"""``replay``: re-derive every statistic, verdict and claim of a verified bundle, once.
 
-Integrity comes first: a bundle with any integrity problem is refused, and an
-unsigned or untrusted one too unless ``allow_unsigned`` (then every section of
-the result says so). The rest is the pure core :func:`replay_inputs`, which
-works on Arrow tables and documents and never touches a file.
+Integrity comes first and exists in one place: :func:`bundler.verified.open_verified`
+makes the :class:`~bundler.verified.VerifiedBundle` every entry point here takes
+(a bundle with any integrity problem is refused, and an unsigned or untrusted
+one too unless the caller allows it; then every section of the result says so).
+:func:`replay` adds, when asked, the media re-score and the rerun comparison, and
+returns the one :class:`~replay.result.ReplayResult` whose outcome every view
+renders. The statistical core :func:`replay_inputs` works on Arrow tables and
+documents and never touches a file.
 """
 
 from __future__ import annotations
 
 import io
 import platform
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -19,18 +25,26 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from bundler import __version__
 from bundler.container import Limits
-from bundler.errors import IntegrityError
+from bundler.errors import BundleFormatError, Problem
 from bundler.tables import TABLE_NAMES, arrow_schema
-from bundler.verify import OpenedBundle, open_bundle
+from bundler.verified import VerifiedBundle, open_verified
+from bundler.verify import OpenedBundle
 from replay.attempts import Window, check_attempts, windows
 from replay.attempts import accepted_attempt as find_accepted
-from replay.claims import check_claims
+from replay.claims import ClaimsResult, check_claims, contradict_by_media
 from replay.conformance import check_conformance
 from replay.inputs import CODED_COLUMNS, RECEIPT_COLUMNS, ReplayInputs
 from replay.result import Integrity, ReplayResult
 from replay.stats import StatsCache
 
-__all__ = ["inputs_from_bundle", "integrity_of", "replay_bundle", "replay_inputs"]
+__all__ = [
+    "MediaRequest",
+    "inputs_from_bundle",
+    "integrity_of",
+    "replay",
+    "replay_bundle",
+    "replay_inputs",
+]
 
 _COMPARED_ENVIRONMENT = ("reprobundle", "python", "pyarrow")
 
@@ -48,19 +62,56 @@ def _environment_now() -> dict[str, str]:
     }
 
 
-def inputs_from_bundle(opened: OpenedBundle) -> ReplayInputs:
-    """Documents and tables of an opened (and already checked) bundle."""
-    campaign = opened.document("campaign.json") or {}
+@dataclass(frozen=True)
+class MediaRequest:
+    """What re-scoring the raw media needs (``--media``): see ``replay.media.rescore_bundle``."""
+
+    media_dirs: Sequence[Path]
+    weights_dir: Path | None = None
+    jobs: int = 1
+    device: str = "cpu"
+    progress: Callable[[Any], None] | None = None
+
+
+def inputs_from_bundle(bundle: VerifiedBundle | OpenedBundle) -> ReplayInputs:
+    """Documents and tables of a verified bundle.
+
+    Raises:
+        BundleFormatError: a document is not a JSON object, or the plan the campaign
+            names is a table or absent (possible only in a bundle sealed by another tool,
+            accepted unsigned).
+    """
+    document = bundle.document if isinstance(bundle, VerifiedBundle) else _opened_document(bundle)
+    campaign = document("campaign.json") or {}
     plan_path = campaign.get("plan")
-    plan = opened.document(plan_path) if isinstance(plan_path, str) else None
+    plan = document(plan_path) if isinstance(plan_path, str) else None
+    opened = bundle.opened if isinstance(bundle, VerifiedBundle) else bundle
     tables = {name: _table(opened, name) for name in TABLE_NAMES}
     return ReplayInputs(
         campaign=campaign,
         plan=plan,
         plan_path=plan_path if plan is not None else None,
-        scorer=opened.document("scorer.json"),
+        scorer=document("scorer.json"),
         tables=tables,
     )
+
+
+def _opened_document(opened: OpenedBundle) -> Callable[[str], dict[str, Any] | None]:
+    def document(name: str) -> dict[str, Any] | None:
+        try:
+            doc = opened.document(name)
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise BundleFormatError(
+                f"member {name!r} is not JSON", [Problem(name, None, None, str(exc))]
+            ) from exc
+        if doc is not None and not isinstance(doc, dict):
+            raise BundleFormatError(
+                f"member {name!r} is not a JSON object",
+                [Problem(name, None, None, "expected a JSON object")],
+            )
+        return doc
+
+    return document
 
 
 def _table(opened: OpenedBundle, name: str) -> pa.Table:
@@ -76,10 +127,10 @@ def _table(opened: OpenedBundle, name: str) -> pa.Table:
     )
 
 
-def integrity_of(opened: OpenedBundle) -> Integrity:
-    """What the integrity check of ``opened`` established (signature, members, environment)."""
-    rep = opened.report
-    manifest = opened.manifest or {}
+def integrity_of(bundle: VerifiedBundle | OpenedBundle) -> Integrity:
+    """What the integrity check of ``bundle`` established (signature, members, environment)."""
+    rep = bundle.report
+    manifest = bundle.manifest or {}
     recorded = manifest.get("environment", {})
     now = _environment_now()
     return Integrity(
@@ -120,13 +171,55 @@ def replay_inputs(inputs: ReplayInputs, integrity: Integrity, bundle: str = "") 
     )
 
 
+def replay(
+    bundle: VerifiedBundle,
+    *,
+    media: MediaRequest | None = None,
+    against: VerifiedBundle | None = None,
+    tolerance: float | None = None,
+) -> ReplayResult:
+    """Replay a verified bundle; with ``media`` re-score its raw media, with ``against``
+    compare it (a rerun) with the sealed bundle it reran. One result, one verdict.
+
+    Raises:
+        CouldNotRunError: the tables have no single accepted attempt.
+        BundleFormatError: a document of an unsigned bundle is malformed.
+        replay.media.DeviceError: ``media.device`` is not available.
+    """
+    result = replay_inputs(
+        inputs_from_bundle(bundle), integrity_of(bundle), bundle=str(bundle.path)
+    )
+    rescored = None
+    if media is not None:
+        from replay.media import rescore_bundle
+
+        rescored = rescore_bundle(
+            bundle,
+            list(media.media_dirs),
+            weights_dir=media.weights_dir,
+            jobs=media.jobs,
+            device=media.device,
+            progress=media.progress,
+        )
+    comparison = None
+    if against is not None:
+        from replay.rerun.compare import DEFAULT_TOLERANCE, compare_bundles
+
+        tol = DEFAULT_TOLERANCE if tolerance is None else tolerance
+        comparison = compare_bundles(bundle, against, tolerance=tol)
+    claims: ClaimsResult = result.claims
+    if rescored is not None:
+        claims = contradict_by_media(claims, rescored)
+    return replace(result, claims=claims, media=rescored, against=comparison)
+
+
 def replay_bundle(
     path: Path | str,
     trusted: Sequence[Ed25519PublicKey] = (),
     allow_unsigned: bool = False,
     limits: Limits | None = None,
 ) -> ReplayResult:
-    """Verify the bundle at ``path``, then replay it.
+    """Verify the bundle at ``path``, then replay it (statistics only).
 
     Args:
         path: the bundle file.
@@ -144,16 +237,5 @@ def replay_bundle(
         CouldNotRunError: the bundle holds no single accepted attempt.
         OSError: the file cannot be read.
     """
-    opened = open_bundle(Path(path), trusted=trusted, allow_unsigned=allow_unsigned, limits=limits)
-    rep = opened.report
-    if rep.problems:
-        raise IntegrityError(
-            f"{path}: does not verify ({len(rep.problems)} problem(s)); nothing replayed",
-            rep.problems,
-        )
-    if rep.signature_status != "verified" and not allow_unsigned:
-        raise IntegrityError(
-            f"{path}: signature {rep.signature_status}: no trusted key verified it; "
-            "give the signer's public key (--key) or --allow-unsigned; nothing replayed"
-        )
-    return replay_inputs(inputs_from_bundle(opened), integrity_of(opened), bundle=str(path))
+    verified = open_verified(path, trusted=trusted, allow_unsigned=allow_unsigned, limits=limits)
+    return replay(verified)

@@ -23,10 +23,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
-from typing import Any
+from typing import Any, Final, Literal, Protocol
 
 from bundler.vocabulary import STATISTICS
-from replay.exact import Exact, Root, display, round_half_even
+from replay.exact import Exact, Root, display, round_half_even, shortest
 from replay.inputs import ReplayInputs
 from replay.latency import ArmLatency, LatencyResult, compute_latency
 from replay.quality import UNATTESTED, MetricSummary
@@ -35,14 +35,19 @@ from replay.stats import AttemptStats, StatsCache
 __all__ = [
     "CONFIRMED",
     "CONTRADICTED",
+    "MEDIA_DEPENDENT",
     "UNVERIFIABLE",
     "ClaimCheck",
+    "ClaimStatus",
     "ClaimsResult",
     "NotClaimed",
     "check_claims",
 ]
 
-CONFIRMED, CONTRADICTED, UNVERIFIABLE = "confirmed", "contradicted", "unverifiable"
+ClaimStatus = Literal["confirmed", "contradicted", "unverifiable"]
+CONFIRMED: Final = "confirmed"
+CONTRADICTED: Final = "contradicted"
+UNVERIFIABLE: Final = "unverifiable"
 
 LIMITS = (
     "Each claim is recomputed from the tables of this bundle; a confirmed claim is exactly "
@@ -63,7 +68,7 @@ class ClaimCheck:
     unit: str
     claimed: str
     decimals: int
-    status: str  # confirmed | contradicted | unverifiable
+    status: ClaimStatus
     recomputed: str | None  # rounded at ``decimals``
     exact: str | None  # the exact recomputed value (``≈`` when it does not terminate)
     derivation: str
@@ -94,6 +99,46 @@ class ClaimsResult:
     def by_id(self, claim_id: str) -> ClaimCheck:
         """The check of claim ``claim_id``."""
         return next(c for c in self.checks if c.claim_id == claim_id)
+
+
+MEDIA_DEPENDENT = frozenset(
+    {
+        "comparisons_passed",
+        "gate_checks_passed",
+        "metric_min",
+        "metric_max",
+        "closest_to_gate",
+        "smallest_margin",
+    }
+)
+"""Statistics of recorded quality metrics: what re-scoring the raw media can contradict."""
+
+
+class _MediaVerdict(Protocol):
+    def integrity_failures(self) -> list[str]: ...
+    def failures(self) -> list[str]: ...
+
+
+def contradict_by_media(claims: ClaimsResult, media: _MediaVerdict) -> ClaimsResult:
+    """Claims about recorded quality metrics, re-judged after the media were re-scored.
+
+    A claim confirmed from the recorded values is contradicted when the re-scored
+    media differ from their sealed digests or fail a gate or coverage check: the
+    recorded numbers it restates are then not what the media give.
+    """
+    reasons = [*media.integrity_failures(), *media.failures()]
+    if not reasons:
+        return claims
+    why = "the re-scored media contradict the recorded values: " + "; ".join(reasons[:3])
+    if len(reasons) > 3:
+        why += f"; and {len(reasons) - 3} more (media section)"
+    checks = tuple(
+        replace(c, status=CONTRADICTED, explanation=why)
+        if c.statistic in MEDIA_DEPENDENT and c.status == CONFIRMED
+        else c
+        for c in claims.checks
+    )
+    return replace(claims, checks=checks)
 
 
 # --- outcomes of recomputing one statistic -------------------------------------------
@@ -266,6 +311,11 @@ def _requests(ok: bool) -> _Eval:
     return ev
 
 
+def _requests_measured(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
+    n = ctx.stats.requests.by_phase.get("measured", 0)
+    return _Value(Fraction(n), f"receipts of attempt {ctx.attempt} in phase measured: {n}")
+
+
 def _comparisons_total(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
     n = ctx.stats.quality.comparisons_total
     return _Value(Fraction(n), f"comparisons of attempt {ctx.attempt}: {n}")
@@ -411,6 +461,7 @@ _EVALUATORS: dict[str, _Eval] = {
     "speedup": _pair_stat("speedup"),
     "requests_total": _requests(ok=False),
     "requests_passed": _requests(ok=True),
+    "requests_measured": _requests_measured,
     "comparisons_total": _comparisons_total,
     "comparisons_passed": _comparisons_passed,
     "gate_checks_passed": _gate_checks_passed,
@@ -452,14 +503,19 @@ _SWAPPED = {
 def _rounding_hint(claimed: Decimal, exact: Exact, d: int) -> str | None:
     """Whether ``claimed`` is ``exact`` rounded up or down (not to the nearest) at ``d``."""
     unit = Fraction(1, 10**d)
-    nearest = Fraction(round_half_even(exact, d))
+    nearest = round_half_even(exact, d)
     c = Fraction(claimed)
     # nearest < exact < nearest + unit: the ceiling is nearest + unit (and the mirror case).
-    if c == nearest + unit and _below(nearest, exact):
-        return f"the claimed {claimed} is the exact value rounded up, not to the nearest"
-    if c == nearest - unit and _below(exact, nearest):
-        return f"the claimed {claimed} is the exact value rounded down, not to the nearest"
-    return None
+    if c == Fraction(nearest) + unit and _below(Fraction(nearest), exact):
+        direction = "up"
+    elif c == Fraction(nearest) - unit and _below(exact, Fraction(nearest)):
+        direction = "down"
+    else:
+        return None
+    return (
+        f"rounded {direction}: {shortest(exact)} is {nearest} at {d} decimal(s) "
+        f"(half to even), claimed {claimed}"
+    )
 
 
 def _below(a: Exact | Fraction, b: Exact | Fraction) -> bool:
@@ -546,7 +602,7 @@ class _Claim:
 
     def result(
         self,
-        status: str,
+        status: ClaimStatus,
         explanation: str | None,
         derivation: str = "",
         recomputed: str | None = None,
@@ -569,6 +625,15 @@ class _Claim:
         )
 
 
+def _unclean_exit(u: Any) -> str:
+    code = "no exit code" if u.exit_code is None else f"exit code {u.exit_code}"
+    signal = f", signal {u.signal}" if u.signal else ""
+    return (
+        f"worker {u.worker} on server {u.server} (arm {u.arm}) is not clean: {code}{signal}, "
+        f"exited after {u.exit_s:g} s ({'; '.join(u.reasons)})"
+    )
+
+
 def _explain(ctx: _Ctx, ev: _Eval, claim: _Claim, claimed: Decimal, exact: Exact) -> str:
     d, params, unit = claim.decimals, claim.params, claim.unit
     hints = []
@@ -587,6 +652,8 @@ def _explain(ctx: _Ctx, ev: _Eval, claim: _Claim, claimed: Decimal, exact: Exact
             and _matches(_Value(a.pooled_mean_s, ""), claimed, d)
         ):
             hints.append("the claimed value is the mean of pooled requests, not of server means")
+    if claim.statistic == "worker_exits_clean":
+        hints += [_unclean_exit(u) for u in ctx.stats.lifecycle.unclean[:5]]
     if claim.statistic in _LATENCY_STATS and not hints:
         for label, alt in _alternatives(ctx):
             if _matches(ev(alt, params, unit), claimed, d):
@@ -608,7 +675,7 @@ def _verdict(ctx: _Ctx, ev: _Eval, claim: _Claim, claimed: Decimal) -> ClaimChec
         why = f"even counting every unattested verdict as recorded, the count is {span}"
         return claim.result(CONTRADICTED, why, out.derivation, span, span)
     rounded = round_half_even(out.exact, claim.decimals)
-    exact = display(out.exact)
+    exact = shortest(out.exact)
     if rounded == claimed:
         return claim.result(CONFIRMED, None, out.derivation, str(rounded), exact)
     why = _explain(ctx, ev, claim, claimed, out.exact)

@@ -226,6 +226,52 @@ def _order(plan: Mapping[str, Any], checks: list[ServerCheck]) -> list[Deviation
     return out
 
 
+def _named_servers(plan: Mapping[str, Any], checks: list[ServerCheck]) -> list[Deviation]:
+    """The plan's optional ``servers`` (one name per ``arm_order`` entry) against the receipts.
+
+    A plan that names its servers promises which server ran which slot: a named
+    server with no timed receipt, a timed server the plan does not name, or a name
+    in another slot than planned is a deviation.
+    """
+    names = plan.get("servers")
+    if not isinstance(names, list) or not names:
+        return []
+    planned = [str(n) for n in names]
+    observed = [s.server for s in checks]
+    out = [
+        Deviation("servers-named", n, f"the plan names server {n!r}; no timed receipt has it")
+        for n in planned
+        if n not in observed
+    ]
+    out += [
+        Deviation("servers-named", n, f"server {n!r} ran timed requests; the plan does not name it")
+        for n in observed
+        if n not in planned
+    ]
+    arm_order = [str(a) for a in plan.get("arm_order", [])]
+    for slot, name in enumerate(planned):
+        check = next((c for c in checks if c.server == name), None)
+        if check is not None and slot < len(arm_order) and check.arm != arm_order[slot]:
+            out.append(
+                Deviation(
+                    "servers-named",
+                    name,
+                    f"server {name!r} ran arm {check.arm}; the plan puts it in slot {slot + 1} "
+                    f"({arm_order[slot]})",
+                )
+            )
+    if not out and observed != planned:
+        out.append(
+            Deviation(
+                "servers-named",
+                "servers",
+                f"servers ran as {'/'.join(observed)} (by first start), the plan names "
+                f"{'/'.join(planned)}",
+            )
+        )
+    return out
+
+
 def _duplicate_seqs(inputs: ReplayInputs, att: BoolArray) -> list[Deviation]:
     r = inputs.receipts
     seq = r.seq[att]
@@ -304,6 +350,7 @@ def check_conformance(
     checks = [s for s in checks if s.warmups or s.measured]
     codes = {r.server.values[k]: k for k in arms}
     deviations += _order(plan, checks)
+    deviations += _named_servers(plan, checks)
     deviations += _per_server(plan, checks, c, codes)
     deviations += _duplicate_seqs(inputs, att)
     return ConformanceResult(

@@ -101,6 +101,18 @@ def display(value: Exact) -> str:
     return format(to_double(value), ".12g")
 
 
+def shortest(value: Exact) -> str:
+    """The recomputed value as the shortest text that round-trips to its nearest double.
+
+    ``repr(float)``: what the ``exact`` field of a claim check carries, so that a
+    reader can see on which side of a half-to-even tie the value lies (12 digits
+    can print a value just below a tie as the tie itself).
+    """
+    if isinstance(value, Fraction) and value.denominator == 1:
+        return str(value.numerator)
+    return repr(to_double(value))
+
+
 @dataclass(frozen=True)
 class GroupSums:
     """Exact count, sum and sum of squares of one group of doubles."""

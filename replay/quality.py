@@ -1,17 +1,19 @@
 """Quality verdicts re-evaluated from recorded metrics against the frozen gates.
 
 Each comparison of the attempt is checked against every gate whose metric it
-records, with the gate's own operator and threshold (inclusive ``>=``/``<=``
-or exclusive ``>``/``<`` exactly as frozen). The margin is the distance on the
-passing side: ``value - threshold`` for ``>=``/``>``, ``threshold - value``
-for ``<=``/``<``, ``-|value - threshold|`` for ``==``; negative when failing.
-A check is flagged *close* when ``0 <= margin <= warn_within``.
+records, by the one gate evaluator (:mod:`replay.gates`, ``specs/gates.md``):
+the gate's own operator and threshold (inclusive ``>=``/``<=`` or exclusive
+``>``/``<`` exactly as frozen), the exact margin on the passing side (``value
+- threshold`` for ``>=``/``>``, ``threshold - value`` for ``<=``/``<``,
+``-|value - threshold|`` for ``==``; negative when failing), and *close* for a
+passing check whose margin is at most ``warn_within``.
 
-A metric whose value depends on a learned scorer (LPIPS) is only as good as
-the scorer's identity: a gate needs one when its ``requires_scorer`` says so
-or, when that is null, when its definition starts with ``lpips/``. Without
-``scorer.json`` every check of such a gate is ``unattested``, never ``pass``,
-whatever the recorded value.
+Whether a gate needs an attested scorer is a property of its metric (the closed
+table of :mod:`replay.gates`: LPIPS in any spelling and every model-based or
+unknown metric need one; an author's ``requires_scorer: false`` cannot waive
+it). The bundle attests a scorer when it records ``scorer.json``; without it
+every check of such a gate is ``unattested``, never ``pass``, whatever the
+recorded value.
 """
 
 from __future__ import annotations
@@ -22,13 +24,19 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from replay._arrow import equals, filter_table, flatten_map, rows
+from replay._arrow import IntArray, equals, filter_table, flatten_map, rows
 from replay.exact import fraction_of
+from replay.gates import FAIL, PASS, UNATTESTED, Gate, Verdict
 from replay.inputs import ReplayInputs
 
+FloatArray = npt.NDArray[np.float64]
+
 __all__ = [
-    "SCORER_DEFINITION_PREFIX",
+    "FAIL",
+    "PASS",
+    "UNATTESTED",
     "Gate",
     "GateCheck",
     "GateSummary",
@@ -36,48 +44,6 @@ __all__ = [
     "QualityResult",
     "check_quality",
 ]
-
-SCORER_DEFINITION_PREFIX = "lpips/"
-"""A gate whose ``requires_scorer`` is null needs a scorer when its definition starts so."""
-
-PASS, FAIL, UNATTESTED = "pass", "fail", "unattested"
-
-_OPS = {
-    ">=": np.greater_equal,
-    ">": np.greater,
-    "<=": np.less_equal,
-    "<": np.less,
-    "==": np.equal,
-}
-
-
-@dataclass(frozen=True)
-class Gate:
-    """One frozen gate."""
-
-    gate_id: str
-    metric: str
-    op: str
-    threshold: float
-    definition: str
-    warn_within: float | None
-    requires_scorer: bool | None = None
-
-    @property
-    def needs_scorer(self) -> bool:
-        """The gate's ``requires_scorer``; when null, true for ``lpips/`` definitions."""
-        if self.requires_scorer is not None:
-            return self.requires_scorer
-        return self.definition.startswith(SCORER_DEFINITION_PREFIX)
-
-    def margin(self, value: Fraction) -> Fraction:
-        """Distance from ``value`` to the threshold on the passing side (negative: failing)."""
-        t = fraction_of(self.threshold)
-        if self.op in (">=", ">"):
-            return value - t
-        if self.op in ("<=", "<"):
-            return t - value
-        return -abs(value - t)
 
 
 @dataclass(frozen=True)
@@ -88,7 +54,7 @@ class GateCheck:
     gate_id: str
     metric: str
     value: float
-    verdict: str  # pass | fail | unattested
+    verdict: Verdict
     passes_recorded: bool  # what the recorded value gives, attested or not
     margin: Fraction
     close: bool
@@ -153,25 +119,32 @@ class QualityResult:
 
 def _gates(inputs: ReplayInputs) -> list[Gate]:
     cols = ["gate_id", "metric", "op", "threshold", "definition", "warn_within", "requires_scorer"]
-    return [Gate(**g) for g in rows(inputs.table("gates"), cols)]
+    return [Gate.from_row(g) for g in rows(inputs.table("gates"), cols)]
 
 
-def _limits(scorer: Mapping[str, Any] | None) -> tuple[str, ...]:
+def _limits(scorer: Mapping[str, Any] | None, gates: list[Gate]) -> tuple[str, ...]:
     out = [
         "Verdicts are re-derived from the recorded metric values: media not re-scored "
         "(that needs the raw media, which stays outside the bundle).",
     ]
+    needing = [g for g in gates if g.needs_scorer]
     if scorer is None:
-        out.append(
-            "No scorer identity (scorer.json) in the bundle: every LPIPS verdict is "
-            "unattested, never PASS."
-        )
+        if needing:
+            out.append(
+                "No scorer identity (scorer.json) in the bundle: every check of a gate whose "
+                "metric needs an attested model is unattested, never PASS ("
+                + ", ".join(g.gate_id for g in needing)
+                + "; specs/gates.md)."
+            )
     else:
         out.append(
             f"Scorer identity recorded ({scorer.get('name')} {scorer.get('version')}, "
             f"{len(scorer.get('weights', []))} weight file(s) by SHA-256); the weights "
             "themselves were not re-hashed at this level."
         )
+    for g in needing:
+        if g.scorer.basis == "unknown" or g.scorer.overridden:
+            out.append(f"Gate {g.gate_id}: {g.scorer.reason}.")
     return tuple(out)
 
 
@@ -179,53 +152,65 @@ def _closest(checks: list[GateCheck]) -> GateCheck | None:
     return min(checks, key=lambda c: (c.margin, c.comparison_id), default=None)
 
 
-def check_quality(inputs: ReplayInputs, attempt: str) -> QualityResult:
-    """Evaluate every (comparison, gate) pair of ``attempt`` with the frozen operators."""
-    comps = inputs.table("comparisons")
-    comps = filter_table(comps, equals(comps, "attempt_id", attempt))
-    ids = [str(c) for c in comps.column("comparison_id").to_pylist()]
-    parents, key_codes, keys, values = flatten_map(comps.column("metrics"))
-    attested = inputs.scorer is not None
-    gates = _gates(inputs)
-    checks: list[GateCheck] = []
-    summaries = []
-    for g in gates:
-        k = keys.index(g.metric) if g.metric in keys else -1
-        sel = np.flatnonzero(key_codes == k) if k >= 0 else np.zeros(0, dtype=np.int64)
-        passes = _OPS[g.op](values[sel], g.threshold)
-        warn = fraction_of(g.warn_within) if g.warn_within is not None else None
-        mine = []
-        for i, ok in zip(sel.tolist(), passes.tolist(), strict=True):
-            margin = g.margin(fraction_of(float(values[i])))
-            verdict = UNATTESTED if g.needs_scorer and not attested else (PASS if ok else FAIL)
-            close = warn is not None and 0 <= margin <= warn
-            mine.append(
-                GateCheck(
-                    ids[parents[i]],
-                    g.gate_id,
-                    g.metric,
-                    float(values[i]),
-                    verdict,
-                    ok,
-                    margin,
-                    close,
-                )
-            )
-        checks += mine
-        summaries.append(
-            GateSummary(
-                gate=g,
-                checks=len(mine),
-                passed=sum(c.verdict == PASS for c in mine),
-                failed=sum(c.verdict == FAIL for c in mine),
-                unattested=sum(c.verdict == UNATTESTED for c in mine),
-                closest=_closest(mine),
+@dataclass(frozen=True)
+class _Recorded:
+    """The attempt's ``comparisons.metrics`` flattened: one entry per (comparison, metric)."""
+
+    ids: list[str]  # comparison ids, by row
+    parents: IntArray  # entry -> row
+    key_codes: IntArray  # entry -> index into keys
+    keys: tuple[str, ...]
+    values: FloatArray
+
+    def of(self, metric: str) -> list[int]:
+        """Entries recording ``metric``."""
+        if metric not in self.keys:
+            return []
+        return [int(i) for i in np.flatnonzero(self.key_codes == self.keys.index(metric))]
+
+
+def _check_gate(g: Gate, rec: _Recorded, attested: bool) -> list[GateCheck]:
+    """Every recorded value of the gate's metric, evaluated by the gate."""
+    out = []
+    for i in rec.of(g.metric):
+        value = float(rec.values[i])
+        ev = g.evaluate(value, attested=attested)
+        # Recorded values are finite (seal rejects NaN and infinities); fraction_of
+        # raises for a table sealed by another tool that holds one.
+        margin = ev.margin if ev.margin is not None else fraction_of(value)
+        out.append(
+            GateCheck(
+                rec.ids[rec.parents[i]],
+                g.gate_id,
+                g.metric,
+                value,
+                ev.verdict,
+                ev.passes_value,
+                margin,
+                ev.close,
             )
         )
+    return out
+
+
+def _summary(g: Gate, mine: list[GateCheck]) -> GateSummary:
+    return GateSummary(
+        gate=g,
+        checks=len(mine),
+        passed=sum(c.verdict == PASS for c in mine),
+        failed=sum(c.verdict == FAIL for c in mine),
+        unattested=sum(c.verdict == UNATTESTED for c in mine),
+        closest=_closest(mine),
+    )
+
+
+def _metric_summaries(
+    gates: list[Gate], checks: list[GateCheck], rec: _Recorded
+) -> list[MetricSummary]:
     metrics = []
     gated = {g.metric for g in gates}
-    for k, name in enumerate(keys):
-        vals = values[key_codes == k]
+    for k, name in enumerate(rec.keys):
+        vals = rec.values[rec.key_codes == k]
         metrics.append(
             MetricSummary(
                 metric=name,
@@ -237,6 +222,23 @@ def check_quality(inputs: ReplayInputs, attempt: str) -> QualityResult:
                 closest=_closest([c for c in checks if c.metric == name]),
             )
         )
+    return sorted(metrics, key=lambda m: m.metric)
+
+
+def check_quality(inputs: ReplayInputs, attempt: str) -> QualityResult:
+    """Evaluate every (comparison, gate) pair of ``attempt`` with the frozen operators."""
+    comps = inputs.table("comparisons")
+    comps = filter_table(comps, equals(comps, "attempt_id", attempt))
+    ids = [str(c) for c in comps.column("comparison_id").to_pylist()]
+    rec = _Recorded(ids, *flatten_map(comps.column("metrics")))
+    attested = inputs.scorer is not None
+    gates = _gates(inputs)
+    checks: list[GateCheck] = []
+    summaries = []
+    for g in gates:
+        mine = _check_gate(g, rec, attested)
+        checks += mine
+        summaries.append(_summary(g, mine))
     by_comp: dict[str, list[GateCheck]] = {i: [] for i in ids}
     for c in checks:
         by_comp[c.comparison_id].append(c)
@@ -244,7 +246,7 @@ def check_quality(inputs: ReplayInputs, attempt: str) -> QualityResult:
     # A comparison with no check (nothing recorded for any gate, e.g. a rerun's unscored
     # pairs) passes nothing: an empty verdict set is not a pass.
     unrecorded = sum(not cs for cs in by_comp.values())
-    limits = _limits(inputs.scorer)
+    limits = _limits(inputs.scorer, gates)
     if gates and unrecorded:
         limits += (
             f"{unrecorded} comparison(s) record no value for any gated metric: not recorded "
@@ -263,7 +265,7 @@ def check_quality(inputs: ReplayInputs, attempt: str) -> QualityResult:
         ),
         ungated_comparisons=unrecorded,
         gates=tuple(summaries),
-        metrics=tuple(sorted(metrics, key=lambda m: m.metric)),
+        metrics=tuple(_metric_summaries(gates, checks, rec)),
         checks=tuple(checks),
         never_evaluated=tuple(s.gate.gate_id for s in summaries if s.checks == 0),
         limits=limits,

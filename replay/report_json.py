@@ -15,11 +15,14 @@ from replay.claims import CONFIRMED, CONTRADICTED, UNVERIFIABLE
 from replay.exact import Exact
 from replay.quality import FAIL, PASS, UNATTESTED, GateCheck
 from replay.report_model import headline
-from replay.result import ReplayResult
+from replay.result import SECTIONS, ReplayResult
 
 __all__ = ["REPORT_VERSION", "result_to_dict"]
 
-REPORT_VERSION = "1"
+REPORT_VERSION = "2"
+"""2: ``outcome`` may be INTEGRITY FAILED or NOT EVIDENCED; ``integrity_failures``,
+``checks_done``, ``not_evidenced``, per-section ``evidenced``; ``media`` and ``against``
+are part of the one result (null when not done)."""
 
 
 def _x(value: Exact | None) -> float | None:
@@ -249,10 +252,14 @@ def result_to_dict(r: ReplayResult) -> dict[str, Any]:
         "report_version": REPORT_VERSION,
         "bundle": r.bundle,
         "campaign": dict(r.campaign),
-        "outcome": r.outcome,
+        "outcome": str(r.outcome),
         "exit_code": r.exit_code,
+        "integrity_failures": r.integrity_failures(),
         "failures": r.failures(),
         "gaps": r.gaps(),
+        "checks_done": list(r.checks_done()),
+        "not_evidenced": list(r.not_evidenced()),
+        "evidenced": {s: r.evidenced(s) for s in (*SECTIONS, "media", "against")},
         "headline": list(headline(r)),
         "integrity": {
             "signature_status": i.signature_status,
@@ -272,4 +279,15 @@ def result_to_dict(r: ReplayResult) -> dict[str, Any]:
         "telemetry": _telemetry(r),
         "quality": _quality(r),
         "claims": _claims(r),
+        "media": _extra(r, "media"),
+        "against": _extra(r, "against"),
     }
+
+
+def _extra(r: ReplayResult, section: str) -> dict[str, Any] | None:
+    extra = getattr(r, section)
+    if extra is None:
+        return None
+    doc: dict[str, Any] = extra.to_dict()
+    doc["limits"] = list(r.limits(section))
+    return doc

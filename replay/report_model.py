@@ -1,14 +1,15 @@
 """The human report as data: titled sections of lines and tables, headline first.
 
-The terminal (:mod:`replay.report_text`) and Markdown
-(:mod:`replay.report_markdown`) renderers draw the same sections, so the two
-can never say different things.
+The terminal renderer (:mod:`replay.report_text`) draws these sections; the
+Markdown and HTML reports (:mod:`replay.html`) draw their own richer model of
+the same :class:`~replay.result.ReplayResult`, whose verdict neither recomputes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from bundler._internal.textsafe import safe
 from bundler._internal.timefmt import format_ns
 from replay.claims import CONFIRMED, CONTRADICTED, UNVERIFIABLE
 from replay.exact import Exact, display, round_half_even
@@ -44,39 +45,52 @@ def _f(value: float | None) -> str:
 
 
 def headline(r: ReplayResult) -> tuple[str, ...]:
-    """The first lines of every report: outcome, then the headline figures."""
+    """The first lines of every report: outcome and what kind of check it is, then figures."""
     c = r.claims
-    status = (
-        f"{r.outcome} (exit {r.exit_code}): {c.count(CONFIRMED)} of {len(c.checks)} claims "
-        f"confirmed, {c.count(CONTRADICTED)} contradicted, {c.count(UNVERIFIABLE)} unverifiable"
+    status = f"{r.outcome} (exit {r.exit_code}) — {'; '.join(r.checks_done())}"
+    counts = (
+        f"{c.count(CONFIRMED)} of {len(c.checks)} claims confirmed, "
+        f"{c.count(CONTRADICTED)} contradicted, {c.count(UNVERIFIABLE)} unverifiable"
+        if c.checks
+        else "no claims stated: nothing to confirm"
     )
-    q = r.quality
-    lines = [status]
+    lines = [status, f"  {counts}"]
+    lines += [f"  ✗ {why}" for why in r.integrity_failures()]
     lines += [f"  ✗ {why}" for why in r.failures()]
     lines += [f"  ? {why}" for why in r.gaps()]
+    if r.not_evidenced():
+        lines.append(f"  - not evidenced: {', '.join(r.not_evidenced())}")
     trust = (
         f"signature verified by {', '.join(r.integrity.verified_by)}"
         if r.integrity.trusted
-        else f"UNSIGNED/UNTRUSTED (signature {r.integrity.signature_status}; --allow-unsigned)"
+        else f"UNSIGNED/UNTRUSTED (signature {r.integrity.signature_status}; no trusted key)"
     )
-    lines.append(f"bundle {r.bundle}: {trust}")
+    lines.append(f"bundle {safe(r.bundle)}: {trust}")
     for p in r.latency.pairs:
         lines.append(
             f"{p.baseline} {_n(_arm_mean(r, p.baseline))} s → {p.candidate} "
             f"{_n(_arm_mean(r, p.candidate))} s: {_n(p.percent_lower)} % lower, "
             f"{_n(p.speedup)}× inverse-latency speedup (accepted attempt {r.accepted_attempt})"
         )
-    lines.append(
-        f"{r.latency.samples_used} measured samples; {_requests(r)}; comparisons "
-        f"{q.comparisons_passed}/{q.comparisons_total} pass; worker exits "
-        f"{r.lifecycle.clean}/{r.lifecycle.total} clean"
-        + "".join(
-            f"; peak HBM {'+' if (t.change_pct or 0) >= 0 else ''}{_n(t.change_pct)} %"
-            for t in r.telemetry.pairs
-            if t.change_pct is not None
-        )
-    )
+    lines.append(f"{r.latency.samples_used} measured samples; {_requests(r)}")
+    facts = []
+    q, lc = r.quality, r.lifecycle
+    if r.evidenced("quality"):
+        facts.append(f"comparisons {q.comparisons_passed}/{q.comparisons_total} pass")
+    if r.evidenced("lifecycle"):
+        facts.append(f"worker exits {lc.clean}/{lc.total} clean")
+    facts += [
+        f"peak HBM {'+' if (t.change_pct or 0) >= 0 else ''}{_n(t.change_pct)} %"
+        for t in r.telemetry.pairs
+        if t.change_pct is not None
+    ]
+    if facts:
+        lines.append("; ".join(facts))
     return tuple(lines)
+
+
+def _not_evidenced(title: str, what: str, r: ReplayResult, section: str) -> Section:
+    return Section(title, (f"not evidenced: {what}",), r.limits(section))
 
 
 def _arm_mean(r: ReplayResult, arm: str) -> Exact | None:
@@ -91,6 +105,9 @@ def _requests(r: ReplayResult) -> str:
 
 
 def _claims(r: ReplayResult) -> Section:
+    if not r.claims.checks:
+        blocks: tuple[str | Table, ...] = ("not evidenced: the bundle states no claim",)
+        return Section("Claims", blocks, r.limits("claims"))
     rows = []
     notes: list[str] = []
     for c in r.claims.checks:
@@ -108,18 +125,18 @@ def _claims(r: ReplayResult) -> Section:
             notes.append(f"{c.claim_id} ({c.status}): {c.explanation}")
             if c.derivation:
                 notes.append(f"    derivation: {c.derivation}")
-    blocks: list[str | Table] = [
+    out: list[str | Table] = [
         Table(("status", "claim", "statistic", "claimed", "recomputed", "exact"), tuple(rows))
     ]
-    blocks += notes
+    out += notes
     if r.claims.not_claimed:
-        blocks.append(
+        out.append(
             Table(
                 ("not claimed", "note"),
-                tuple((n.what, n.note or "") for n in r.claims.not_claimed),
+                tuple((safe(n.what), safe(n.note or "")) for n in r.claims.not_claimed),
             )
         )
-    return Section("Claims", tuple(blocks), r.limits("claims"))
+    return Section("Claims", tuple(out), r.limits("claims"))
 
 
 def _attempts(r: ReplayResult) -> Section:
@@ -286,6 +303,8 @@ def _latency(r: ReplayResult) -> Section:
 
 def _lifecycle(r: ReplayResult) -> Section:
     lc = r.lifecycle
+    if not r.evidenced("lifecycle"):
+        return _not_evidenced("Lifecycle", "the bundle records no worker exit", r, "lifecycle")
     rows = tuple(
         (
             a.arm,
@@ -330,6 +349,8 @@ def _lifecycle(r: ReplayResult) -> Section:
 
 def _telemetry(r: ReplayResult) -> Section:
     t = r.telemetry
+    if not r.evidenced("telemetry"):
+        return _not_evidenced("Telemetry", "the bundle records no telemetry sample", r, "telemetry")
     rows = tuple(
         (
             a.arm,
@@ -349,12 +370,17 @@ def _telemetry(r: ReplayResult) -> Section:
     blocks += [
         f"{p.baseline} → {p.candidate}: mean sampled peak HBM change {_n(p.change_pct)} %"
         for p in t.pairs
+        if p.change_pct is not None
     ]
     return Section("Telemetry", tuple(blocks), r.limits("telemetry"))
 
 
 def _quality(r: ReplayResult) -> Section:
     q = r.quality
+    if q.comparisons_total == 0 and not q.gates:
+        return _not_evidenced(
+            "Quality", "the bundle records no quality gate and no comparison", r, "quality"
+        )
     rows = []
     for g in q.gates:
         c = g.closest
@@ -437,5 +463,22 @@ def sections(r: ReplayResult) -> tuple[Section, ...]:
         _lifecycle(r),
         _telemetry(r),
         _quality(r),
+        *_extras(r),
         _integrity(r),
     )
+
+
+def _extras(r: ReplayResult) -> list[Section]:
+    """The media re-score and the rerun comparison, in their own words (lines)."""
+    out = []
+    if r.media is not None:
+        from replay.media import format_report
+
+        lines = format_report(r.media).splitlines()  # type: ignore[arg-type]
+        out.append(Section("Media re-scored", tuple(lines), r.limits("media")))
+    if r.against is not None:
+        from replay.rerun.compare import format_comparison
+
+        lines = format_comparison(r.against)  # type: ignore[arg-type]
+        out.append(Section("Rerun vs sealed", tuple(lines), r.limits("against")))
+    return out

@@ -1,12 +1,33 @@
-"""The structured result of a replay and the exit code it maps to."""
+"""The one result of a replay: every section, and the verdict computed from all of them.
+
+Text, JSON, Markdown and HTML are views of a :class:`ReplayResult`; none of
+them computes a verdict. The outcome, the exit code, the reasons behind them
+and the list of what the campaign does not evidence are methods here, and they
+see every section, including media re-scoring (``--media``) and the rerun
+comparison (``--against``) when those were done.
+
+Outcome precedence (``specs/replay-report.md`` §"Outcome"): integrity (1) >
+contradicted or failed (4) > unverifiable (5) > not evidenced (5) > confirmed (0).
+"Not evidenced" is the outcome only when the bundle states no claim at all and
+no media re-score or rerun comparison was asked for (those are evidence of their
+own: a rerun bundle states no claims, and its comparison with the sealed bundle is
+what it is checked by); otherwise the sections that hold no evidence are listed
+beside the outcome and never shown as passing.
+"""
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from bundler.errors import EXIT_CLAIM_CONTRADICTED, EXIT_OK, EXIT_UNVERIFIABLE
+from bundler.errors import (
+    EXIT_CLAIM_CONTRADICTED,
+    EXIT_INTEGRITY,
+    EXIT_OK,
+    EXIT_UNVERIFIABLE,
+)
 from replay.attempts import AttemptsResult
 from replay.claims import CONTRADICTED, UNVERIFIABLE, ClaimsResult
 from replay.conformance import ConformanceResult
@@ -15,10 +36,17 @@ from replay.lifecycle import LifecycleResult
 from replay.quality import FAIL, UNATTESTED, QualityResult
 from replay.telemetry import TelemetryResult
 
-__all__ = ["SECTIONS", "UNTRUSTED_NOTE", "Integrity", "ReplayResult"]
+__all__ = [
+    "SECTIONS",
+    "UNTRUSTED_NOTE",
+    "CheckedSection",
+    "Integrity",
+    "Outcome",
+    "ReplayResult",
+]
 
 UNTRUSTED_NOTE = (
-    "UNSIGNED/UNTRUSTED: no trusted key verified this bundle's signature (--allow-unsigned); "
+    "UNSIGNED/UNTRUSTED: no trusted key verified this bundle's signature; "
     "its tables are intact as sealed but anyone could have sealed them."
 )
 SECTIONS = (
@@ -31,6 +59,56 @@ SECTIONS = (
     "quality",
     "claims",
 )
+NOT_EVIDENCED = "not evidenced"
+
+
+class Outcome(enum.StrEnum):
+    """The one-word verdict of a replay, in precedence order (first wins)."""
+
+    INTEGRITY_FAILED = "INTEGRITY FAILED"
+    CONTRADICTED = "CONTRADICTED"
+    UNVERIFIED = "UNVERIFIED"
+    NOT_EVIDENCED = "NOT EVIDENCED"
+    CONFIRMED = "CONFIRMED"
+
+    @property
+    def exit_code(self) -> int:
+        """The process exit code of this outcome (``docs/exit-codes.md``)."""
+        return _EXIT[self]
+
+
+_EXIT = {
+    Outcome.INTEGRITY_FAILED: EXIT_INTEGRITY,
+    Outcome.CONTRADICTED: EXIT_CLAIM_CONTRADICTED,
+    Outcome.UNVERIFIED: EXIT_UNVERIFIABLE,
+    Outcome.NOT_EVIDENCED: EXIT_UNVERIFIABLE,
+    Outcome.CONFIRMED: EXIT_OK,
+}
+
+
+class CheckedSection(Protocol):
+    """What the result needs of an optional section (media re-scoring, rerun comparison)."""
+
+    @property
+    def limits(self) -> tuple[str, ...]:
+        """What the section proves and what it cannot."""
+        ...
+
+    def integrity_failures(self) -> list[str]:
+        """Why the section found content that differs from what was sealed (exit 1)."""
+        ...
+
+    def failures(self) -> list[str]:
+        """Why the section contradicts the bundle (exit 4)."""
+        ...
+
+    def gaps(self) -> list[str]:
+        """Why the section could not judge everything (exit 5)."""
+        ...
+
+    def to_dict(self) -> dict[str, Any]:
+        """The section's JSON form."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -56,14 +134,13 @@ class Integrity:
         return (
             "Every member's SHA-256 matches the signed manifest: the tables are exactly what "
             "the signer sealed. That says nothing of whether the signer measured honestly.",
-            f"{self.external} external artifact(s) (raw media, weights, logs) are known by "
-            "hash only and were not looked at.",
         )
 
 
 @dataclass(frozen=True)
 class ReplayResult:
-    """Everything ``replay_bundle`` re-derived from one bundle.
+    """Everything one replay established: the re-derived sections, and optionally the
+    media re-score and the rerun comparison.
 
     The sections describe the accepted attempt; claims may name other attempts.
     """
@@ -78,16 +155,117 @@ class ReplayResult:
     telemetry: TelemetryResult
     quality: QualityResult
     claims: ClaimsResult
+    media: CheckedSection | None = None
+    against: CheckedSection | None = None
 
     @property
     def accepted_attempt(self) -> str:
         """The attempt whose rows the sections describe."""
         return self.attempts.accepted
 
+    # --- evidence limits ------------------------------------------------------------
+
     def limits(self, section: str) -> tuple[str, ...]:
         """Evidence limits of ``section``, led by the trust note when the bundle is untrusted."""
-        own: tuple[str, ...] = getattr(self, section).limits
+        own = self._own_limits(section)
         return own if self.integrity.trusted else (UNTRUSTED_NOTE, *own)
+
+    def _own_limits(self, section: str) -> tuple[str, ...]:
+        if section in ("media", "against"):
+            extra: CheckedSection | None = getattr(self, section)
+            return () if extra is None else extra.limits
+        own: tuple[str, ...] = getattr(self, section).limits
+        if section == "integrity":
+            n = self.integrity.external
+            if self.media is None and n:
+                own = (
+                    *own,
+                    f"{n} external artifact(s) (raw media, weights, logs) are known by "
+                    "hash only and were not looked at (no re-score was asked for).",
+                )
+            elif self.media is not None:
+                own = (
+                    *own,
+                    "External media were looked up by SHA-256 and re-scored: see the "
+                    "media section.",
+                )
+        if section == "quality":
+            own = tuple(x for x in own if "not re-scored" not in x) if self.media else own
+            own = (*own, self._quality_media_note())
+        return own
+
+    def _quality_media_note(self) -> str:
+        if self.media is None:
+            return (
+                "Media not re-scored: every verdict here comes from the metric values the "
+                "author recorded."
+            )
+        return (
+            "The recorded values are checked here; the media themselves were re-scored "
+            "(media section), and their verdicts count toward the outcome too."
+        )
+
+    # --- what was checked, and what is not evidenced --------------------------------
+
+    def checks_done(self) -> tuple[str, ...]:
+        """What kind of check this replay is, for the headline, beside the outcome."""
+        media = (
+            "media re-scored from the raw files"
+            if self.media is not None
+            else "media not re-scored"
+        )
+        rerun = (
+            "plan re-run on hardware and compared"
+            if self.against is not None
+            else "hardware not re-run"
+        )
+        trust = () if self.integrity.trusted else ("UNSIGNED/UNTRUSTED: no trusted key signed it",)
+        return (*trust, "re-derived from the author's receipts", media, rerun)
+
+    def not_evidenced(self) -> tuple[str, ...]:
+        """What the campaign does not evidence: sections with nothing to show, never a pass."""
+        out = []
+        if not self.claims.checks:
+            out.append("claims (the bundle states none)")
+        if self.latency.samples_used == 0:
+            out.append("latency (no measured request with status ok)")
+        if self.quality.comparisons_total == 0 and not self.quality.gates:
+            out.append("quality (no gates, no comparisons)")
+        elif self.quality.comparisons_total == 0:
+            out.append("quality (gates frozen, but no comparison recorded)")
+        elif not self.quality.gates:
+            out.append("quality (comparisons recorded, but no gate frozen)")
+        if self.lifecycle.total == 0:
+            out.append("worker exits (none recorded)")
+        if not self.telemetry.peaks:
+            out.append("telemetry (no samples)")
+        if not self.conformance.checked:
+            out.append("plan conformance (no frozen plan)")
+        return tuple(out)
+
+    def evidenced(self, section: str) -> bool:
+        """False when ``section`` holds no evidence (its view says "not evidenced")."""
+        checks = {
+            "claims": bool(self.claims.checks),
+            "latency": self.latency.samples_used > 0,
+            "quality": self.quality.comparisons_total > 0 and bool(self.quality.gates),
+            "lifecycle": self.lifecycle.total > 0,
+            "telemetry": bool(self.telemetry.peaks),
+            "conformance": self.conformance.checked,
+            "media": self.media is not None,
+            "against": self.against is not None,
+        }
+        return checks.get(section, True)
+
+    # --- the verdict ------------------------------------------------------------------
+
+    def integrity_failures(self) -> list[str]:
+        """Why the result fails integrity (exit 1): content that differs from what was sealed."""
+        out: list[str] = []
+        for extra in (self.media, self.against):
+            if extra is not None:
+                out += extra.integrity_failures()
+        return out
 
     def failures(self) -> list[str]:
         """Why the result is contradicted (exit 4), one line each; empty when none."""
@@ -95,11 +273,15 @@ class ReplayResult:
         if n := self.claims.count(CONTRADICTED):
             out.append(f"{n} claim(s) contradicted")
         if n := self.quality.count(FAIL):
-            out.append(f"{n} gate check(s) failed")
+            out.append(f"{n} recorded gate check(s) failed")
         if n := len(self.conformance.deviations):
             out.append(f"{n} deviation(s) from the frozen plan")
         if not self.attempts.isolated:
             out.append("rows of other attempts reach the accepted attempt")
+        if self.media is not None:
+            out += [f"media: {why}" for why in self.media.failures()]
+        if self.against is not None:
+            out += [f"rerun: {why}" for why in self.against.failures()]
         return out
 
     def gaps(self) -> list[str]:
@@ -111,22 +293,26 @@ class ReplayResult:
             out.append(f"{n} gate check(s) unattested (no scorer identity)")
         if not self.conformance.checked:
             out.append("no frozen plan to check the receipts against")
+        if self.media is not None:
+            out += [f"media: {why}" for why in self.media.gaps()]
+        if self.against is not None:
+            out += [f"rerun: {why}" for why in self.against.gaps()]
         return out
 
     @property
-    def exit_code(self) -> int:
-        """0 all confirmed and passing; 4 anything contradicted or failed; 5 anything unverified."""
+    def outcome(self) -> Outcome:
+        """The verdict, from every section (precedence in the module docstring)."""
+        if self.integrity_failures():
+            return Outcome.INTEGRITY_FAILED
         if self.failures():
-            return EXIT_CLAIM_CONTRADICTED
+            return Outcome.CONTRADICTED
         if self.gaps():
-            return EXIT_UNVERIFIABLE
-        return EXIT_OK
+            return Outcome.UNVERIFIED
+        if not self.claims.checks and self.media is None and self.against is None:
+            return Outcome.NOT_EVIDENCED
+        return Outcome.CONFIRMED
 
     @property
-    def outcome(self) -> str:
-        """One word for the headline: CONFIRMED, CONTRADICTED or UNVERIFIED."""
-        return {
-            EXIT_OK: "CONFIRMED",
-            EXIT_CLAIM_CONTRADICTED: "CONTRADICTED",
-            EXIT_UNVERIFIABLE: "UNVERIFIED",
-        }[self.exit_code]
+    def exit_code(self) -> int:
+        """0 confirmed; 1 media differ from the seal; 4 contradicted or failed; 5 unverified."""
+        return self.outcome.exit_code

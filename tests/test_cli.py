@@ -47,7 +47,9 @@ def test_keygen_seal_verify_inspect_sign(tmp_path: Path, keypair: Path) -> None:
     human = run("inspect", out, check=0).stdout
     assert "attempt a1: interrupted (reservation ended)" in human
     run("keygen", "-o", tmp_path / "auditor", check=0)
-    run("sign", out, "--key", tmp_path / "auditor", check=0)
+    # A countersignature endorses a signer the auditor trusts: name that key.
+    run("sign", out, "--key", tmp_path / "auditor", check=2)
+    run("sign", out, "--key", tmp_path / "auditor", "--key-pub", f"{keypair}.pub", check=0)
     trusted = tmp_path / "trusted.txt"
     trusted.write_text(f"# author and auditor\n{keypair}.pub\n{tmp_path / 'auditor.pub'}\n")
     rep = json.loads(run("verify", out, "--trusted-keys", trusted, "--json", check=0).stdout)
@@ -61,7 +63,12 @@ def test_seal_needs_a_key_or_explicit_unsigned(tmp_path: Path) -> None:
     run("seal", camp, "-o", tmp_path / "x.bundle", "--unsigned", check=0)
     proc = run("verify", tmp_path / "x.bundle", check=2)
     assert "--allow-unsigned" in proc.stderr
-    run("verify", tmp_path / "x.bundle", "--allow-unsigned", check=0)
+    proc = run("verify", tmp_path / "x.bundle", "--allow-unsigned", check=0)
+    # Accepted for integrity, but nobody vouched for it: never called VERIFIED.
+    assert proc.stdout.splitlines()[0].endswith(
+        "UNTRUSTED (intact, but no trusted key verified a signature)"
+    )
+    assert ": VERIFIED" not in proc.stdout
 
 
 def test_invalid_campaign_exit_2_with_every_problem(tmp_path: Path) -> None:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -159,3 +163,213 @@ def test_verify_reports_crafted_archive_as_problem_not_traceback(tmp_path: Path)
     report = check_bundle(p, allow_unsigned=True)
     assert not report.ok
     assert any("climbs out" in pr.message for pr in report.problems)
+
+
+# --- bounded reading (issue 12, defects 4 and 9) --------------------------------------------
+
+
+def raw_bundle(path: Path, tar_bytes: bytes) -> Path:
+    """Compress hand-made tar bytes as one zstd frame."""
+    path.write_bytes(zstandard.ZstdCompressor().compress(tar_bytes))
+    return path
+
+
+def ext_header(kind: bytes, size: int, fmt: int = tarfile.USTAR_FORMAT) -> bytes:
+    ti = tarfile.TarInfo("././@Header")
+    ti.type = kind
+    ti.size = size
+    return ti.tobuf(format=fmt)  # type: ignore[arg-type]
+
+
+def member_bytes(name: str, data: bytes) -> bytes:
+    ti = tarfile.TarInfo(name)
+    ti.size = len(data)
+    return ti.tobuf(format=tarfile.PAX_FORMAT) + data.ljust(-(-len(data) // 512) * 512, b"\0")
+
+
+END = b"\0" * 1024
+
+
+@pytest.mark.parametrize(
+    ("kind", "what"),
+    [
+        (tarfile.XHDTYPE, "pax extended header"),
+        (tarfile.XGLTYPE, "pax global header"),
+        (tarfile.GNUTYPE_LONGNAME, "GNU long-name header"),
+        (tarfile.GNUTYPE_LONGLINK, "GNU long-link header"),
+    ],
+)
+def test_oversized_extension_header_is_refused_before_reading(
+    tmp_path: Path, kind: bytes, what: str
+) -> None:
+    # The header declares 1 MiB but no content follows: the reader must refuse on the
+    # declaration (an unbounded reader would read, or fail on the truncation first).
+    p = raw_bundle(tmp_path / "h.bundle", member_bytes("a", b"x") + ext_header(kind, 1 << 20))
+    with pytest.raises(BundleFormatError) as exc:
+        read_container(p)
+    assert f"{what} at tar offset 1,024 declares 1,048,576 bytes" in exc.value.message
+    assert "over the 8,192-byte bound for headers" in exc.value.message
+
+
+def test_long_names_within_the_header_bound_still_read(tmp_path: Path) -> None:
+    name = "files/" + "d" * 200 + "/" + "é" * 1800  # a 4 KB pax path record
+    p = tmp_path / "long.bundle"
+    with p.open("wb") as fh:
+        write_container(fh, [(name, b"ok")])
+    assert [(m.name, m.data) for m in read_container(p)] == [(name, b"ok")]
+
+
+def test_global_pax_headers_are_bounded_together(tmp_path: Path) -> None:
+    glob = b"".join(
+        tarfile.TarInfo.create_pax_global_header({f"k{i}": "v" * 5000}) + member_bytes(f"m{i}", b"")
+        for i in range(2)
+    )
+    p = raw_bundle(tmp_path / "g.bundle", glob + END)
+    with pytest.raises(BundleFormatError, match="pax global headers together"):
+        read_container(p)
+
+
+def test_chain_of_extension_headers_is_refused_without_recursion(tmp_path: Path) -> None:
+    ti = tarfile.TarInfo("a")
+    ti.pax_headers = {"comment": "x"}
+    full = ti.tobuf(format=tarfile.PAX_FORMAT)
+    p = raw_bundle(tmp_path / "c.bundle", full[:1024] * 5000 + full + END)
+    with pytest.raises(BundleFormatError, match="more than 8 extension headers in a row"):
+        read_container(p)
+
+
+@pytest.mark.parametrize(
+    "pax",
+    [
+        {"GNU.sparse.map": "a,b"},
+        {"GNU.sparse.size": "x", "GNU.sparse.name": "s"},
+        {"GNU.sparse.major": "1", "GNU.sparse.minor": "0"},
+    ],
+)
+def test_malformed_sparse_records_are_corrupt_not_a_traceback(
+    tmp_path: Path, pax: dict[str, str]
+) -> None:
+    ti = tarfile.TarInfo("s")
+    ti.size = 512
+    ti.pax_headers = pax
+    p = raw_bundle(tmp_path / "s.bundle", ti.tobuf(format=tarfile.PAX_FORMAT) + b"zz" * 256 + END)
+    with pytest.raises(BundleFormatError, match="truncated or corrupt"):
+        read_container(p)
+
+
+def test_member_names_are_bounded_together(tmp_path: Path) -> None:
+    p = craft(tmp_path / "n.bundle", [(f"{'n' * 90}{i}", b"", REG) for i in range(4)])
+    with pytest.raises(BundleFormatError, match="member names exceed 200 characters"):
+        read_container(p, Limits(max_name_chars=200))
+
+
+def test_reserved_zstd_block_type_is_corrupt(tmp_path: Path) -> None:
+    # magic, descriptor (single segment, 1-byte content size), size 0, then a block of type 3
+    p = tmp_path / "r.bundle"
+    p.write_bytes(b"\x28\xb5\x2f\xfd\x20\x00" + (1 | 3 << 1).to_bytes(3, "little"))
+    with pytest.raises(BundleFormatError, match="reserved zstd block type"):
+        read_container(p)
+
+
+def test_decompression_output_is_bounded_per_read(tmp_path: Path) -> None:
+    # 64 MiB of zeros are RLE blocks (4 bytes per 128 KiB): feeding fixed byte counts
+    # would let one call regenerate tens of MiB. Whole blocks keep each step at 1 MiB.
+    from bundler.container import _FramePull
+
+    p = tmp_path / "z.bin"
+    p.write_bytes(zstandard.ZstdCompressor(level=19).compress(bytes(64 << 20)))
+    assert p.stat().st_size < 10_000
+    biggest = total = 0
+    with p.open("rb") as fh:
+        pull = _FramePull(fh, 1 << 30, "z")
+        while chunk := pull.read():
+            biggest = max(biggest, len(chunk))
+            total += len(chunk)
+    assert total == 64 << 20
+    assert biggest <= 1 << 20
+    assert not pull.trailing
+
+
+def test_large_members_are_spilled_and_read_back(tmp_path: Path) -> None:
+    import hashlib
+
+    members = [("small", b"s" * 10), ("big", bytes(range(256)) * 4096), ("big2", b"b" * 3000)]
+    p = tmp_path / "x.bundle"
+    with p.open("wb") as fh:
+        write_container(fh, members)
+    got = read_container(p, Limits(inline_member_bytes=1024, inline_total_bytes=2048))
+    assert [(m.name, m.in_memory, m.spilled) for m in got] == [
+        ("small", True, False),
+        ("big", False, True),
+        ("big2", False, True),
+    ]
+    for m, (name, data) in zip(got, members, strict=True):
+        assert (m.name, m.size, m.data, m.read_bytes()) == (name, len(data), data, data)
+        assert m.sha256 == hashlib.sha256(data).hexdigest()
+    with got[1].open() as fh:
+        fh.seek(-4, io.SEEK_END)
+        assert fh.read() == bytes(range(252, 256))
+        fh.seek(256)
+        assert fh.read(3) == b"\0\1\2"
+
+
+def test_members_not_kept_are_hashed_only(tmp_path: Path) -> None:
+    p = tmp_path / "x.bundle"
+    with p.open("wb") as fh:
+        write_container(fh, [("keep.json", b"{}"), ("files/big", b"x" * 5000)])
+    got = {m.name: m for m in read_container(p, keep=lambda n: n.endswith(".json"))}
+    assert got["keep.json"].data == b"{}"
+    big = got["files/big"]
+    assert (big.size, big.in_memory, big.spilled) == (5000, False, False)
+    with pytest.raises(ValueError, match="without keeping its content"):
+        big.read_bytes()
+
+
+def test_a_device_is_refused_as_input_error() -> None:
+    from bundler.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"not a regular file \(a device\)"):
+        read_container(Path(os.devnull))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")
+def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path: Path) -> None:
+    # Before: open() blocked until a writer appeared, so verify hung for ever. The
+    # subprocess and its timeout turn a hang into a failure instead of a stuck run.
+    fifo = tmp_path / "x.bundle"
+    os.mkfifo(fifo)
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(
+        [sys.executable, "-m", "reprobundle.cli", "verify", str(fifo), "--allow-unsigned"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "not a regular file (a FIFO)" in proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_flipped_bytes_give_format_errors_only(tmp_path: Path) -> None:
+    # Any damage to the tar stream is a BundleFormatError (or still a readable archive),
+    # never another exception type escaping from tarfile.
+    import random
+
+    ti = tarfile.TarInfo("files/" + "x" * 120)  # a pax header too
+    ti.size = 700
+    tar = (
+        ti.tobuf(format=tarfile.PAX_FORMAT)
+        + b"d" * 1024
+        + member_bytes("manifest.json", b"{}")
+        + END
+    )
+    rng = random.Random(12)
+    for i in range(400):
+        data = bytearray(tar)
+        for _ in range(rng.randint(1, 4)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        p = raw_bundle(tmp_path / f"f{i}.bundle", bytes(data))
+        with contextlib.suppress(BundleFormatError):
+            read_container(p)

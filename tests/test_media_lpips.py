@@ -30,7 +30,7 @@ import lpips
 import torch
 
 from bundler.seal import seal_campaign
-from bundler.verify import OpenedBundle, open_bundle
+from bundler.verified import VerifiedBundle, open_verified
 from replay.media import DeviceError, rescore_bundle
 from replay.media.lpips_attested import _no_downloads, load_attested_lpips, yuv420p_to_rgb
 from replay.media.probe import MediaReader
@@ -57,11 +57,11 @@ def weights(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory) -> OpenedBundle:
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> VerifiedBundle:
     d = tmp_path_factory.mktemp("sealed")
     keys = make_keys(d)
     seal_campaign(SAMPLE, d / "mini.bundle", keys=[keys.private])
-    return open_bundle(d / "mini.bundle", trusted=[keys.public])
+    return open_verified(d / "mini.bundle", trusted=[keys.public])
 
 
 def test_generated_weights_are_the_ones_the_sample_scorer_names(weights: Path) -> None:
@@ -113,7 +113,7 @@ def rgb_by_hand(y: Any, u: Any, v: Any) -> Any:
     return torch.from_numpy((rgb / 127.5 - 1).astype(np.float32))
 
 
-def test_attested_lpips_matches_a_bare_forward_pass(bundle: OpenedBundle, weights: Path) -> None:
+def test_attested_lpips_matches_a_bare_forward_pass(bundle: VerifiedBundle, weights: Path) -> None:
     r = rescore_bundle(bundle, [SAMPLE / "media"], weights_dir=weights, comparison_ids=["cmp-01"])
     assert r.scorer is not None and r.scorer.status == "attested", r.scorer
     assert [c.comparison_id for c in r.comparisons] == ["cmp-01"]
@@ -139,12 +139,12 @@ def test_attested_lpips_matches_a_bare_forward_pass(bundle: OpenedBundle, weight
         torch.set_num_threads(threads)
     np.testing.assert_allclose(ours[:8], theirs, rtol=1e-4, atol=1e-7)
     lp = next(g for g in c.gates if g.gate_id == "lpips-max")
-    assert lp.recomputed_verdict == "PASS"
+    assert lp.recomputed_verdict == "pass"
     m = next(x for x in c.metrics if x.metric == "lpips")
     assert m.status == "agree"  # the generator's recorded value, 4 decimals
 
 
-def test_identical_frames_have_zero_lpips(bundle: OpenedBundle, weights: Path) -> None:
+def test_identical_frames_have_zero_lpips(bundle: VerifiedBundle, weights: Path) -> None:
     scorer, ident = load_attested_lpips(bundle.document("scorer.json"), weights)
     assert scorer is not None and ident.attested
     f = next(
@@ -156,7 +156,7 @@ def test_identical_frames_have_zero_lpips(bundle: OpenedBundle, weights: Path) -
 
 
 def test_one_changed_byte_makes_lpips_unattested_never_pass(
-    bundle: OpenedBundle, weights: Path, tmp_path: Path
+    bundle: VerifiedBundle, weights: Path, tmp_path: Path
 ) -> None:
     bad = tmp_path / "w"
     shutil.copytree(weights, bad)
@@ -170,7 +170,7 @@ def test_one_changed_byte_makes_lpips_unattested_never_pass(
     for c in r.comparisons:
         lp = next(g for g in c.gates if g.gate_id == "lpips-max")
         assert lp.recomputed_verdict == "unattested"
-        assert next(g for g in c.gates if g.gate_id == "ssim-min").recomputed_verdict == "PASS"
+        assert next(g for g in c.gates if g.gate_id == "ssim-min").recomputed_verdict == "pass"
     assert next(g for g in r.gates if g.gate_id == "lpips-max").recomputed_verdict == "unattested"
 
 
@@ -240,7 +240,7 @@ def test_scorer_identity_refusals(weights: Path) -> None:
     assert load_attested_lpips(None, weights)[1].reason == "the bundle has no scorer.json"
     _, ident = load_attested_lpips(SCORER, None)
     assert ident.status == "unattested"
-    assert "--scorer-weights" in ident.reason
+    assert ident.reason == "no directory of scorer weight files was given"
     _, ident = load_attested_lpips({**SCORER, "version": "0.1.3"}, weights)
     assert ident.status == "unattested"
     assert "0.1.3" in ident.reason

@@ -9,7 +9,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from bundler.seal import seal_campaign
-from reprobundle.cli.replay_cmd import _combine, replay_command
+from reprobundle.cli.replay_cmd import replay_command
 from tests.campaign_builder import SERVER_VALUES, receipts, write_campaign
 from tests.conftest import Keys
 
@@ -71,9 +71,28 @@ def test_slower_candidate_does_not_reproduce(tmp_path: Path, keys: Keys) -> None
     assert res.exit_code == 4
 
 
-def test_exit_code_combination() -> None:
-    assert _combine(0, True) == 0
-    assert _combine(0, False) == 4
-    assert _combine(0, None) == 5
-    assert _combine(5, False) == 4
-    assert _combine(4, True) == 4
+def test_rerun_without_claims_is_judged_by_the_comparison(tmp_path: Path, keys: Keys) -> None:
+    # A rerun bundle states no claims of its own (bundle rerun writes none): alone it is
+    # NOT EVIDENCED (exit 5); compared with the sealed bundle and reproduced, the
+    # comparison is the evidence and the one verdict is CONFIRMED (exit 0).
+    _, sealed = _pair(tmp_path, keys, 1.0, "60.00")
+    camp = tmp_path / "rerun"
+    (camp / "claims.json").write_text("[]")
+    bare = tmp_path / "bare.bundle"
+    seal_campaign(camp, bare, keys=[keys.private])
+    key = ["--key", str(keys.public_path), "--json"]
+    alone = CliRunner().invoke(replay_command, [str(bare), *key])
+    assert json.loads(alone.output)["outcome"] == "NOT EVIDENCED"
+    assert alone.exit_code == 5
+    both = CliRunner().invoke(replay_command, [str(bare), "--against", str(sealed), *key])
+    doc = json.loads(both.output)
+    assert doc["against"]["reproduced"] is True
+    assert (doc["outcome"], doc["exit_code"], both.exit_code) == ("CONFIRMED", 0, 0)
+    # Slower candidate: the same rerun-without-claims is contradicted by the comparison.
+    (camp / "receipts.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in _rerun_receipts(1.5))
+    )
+    slow = tmp_path / "slow.bundle"
+    seal_campaign(camp, slow, keys=[keys.private])
+    res = CliRunner().invoke(replay_command, [str(slow), "--against", str(sealed), *key])
+    assert (json.loads(res.output)["outcome"], res.exit_code) == ("CONTRADICTED", 4)

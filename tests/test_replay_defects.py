@@ -193,3 +193,108 @@ def test_missing_scorer_identity(tmp_path: Path, key: Ed25519PrivateKey) -> None
     doc = result_to_dict(r)
     assert doc["quality"]["checks_count"]["unattested"] == 14
     assert any("scorer" in x for x in doc["quality"]["limits"])
+
+
+# --- explanations (issue 9, defect 8) -------------------------------------------------
+
+
+def _percent_lower_exact() -> float:
+    """The seed-like percent lower, by Fractions over the recorded doubles (by hand)."""
+    from fractions import Fraction as F
+
+    def mean(xs: list[float]) -> F:
+        return sum((F(x) for x in xs), F(0)) / len(xs)
+
+    b = (mean([396.10, 396.30, 396.50]) + mean([418.00, 418.24, 418.48])) / 2
+    c = (mean([106.50, 106.66, 106.82]) + mean([109.40, 109.58, 109.76])) / 2
+    return float((1 - c / b) * 100)
+
+
+def test_exact_is_the_shortest_round_trip_repr(tmp_path: Path, key: Ed25519PrivateKey) -> None:
+    r = replay(build(seed_like()), tmp_path, key)
+    c = r.claims.by_id("lower")
+    expected = _percent_lower_exact()  # 73.4525007979964...
+    assert c.exact == repr(expected)
+    assert float(c.exact) == expected
+
+
+def test_rounding_in_the_authors_favour_is_named(tmp_path: Path, key: Ed25519PrivateKey) -> None:
+    files = build(seed_like())
+    # Exact 73.4525… is 73.45 at two decimals; 73.46 is the value rounded up.
+    files.claim("lower")["value"] = "73.46"
+    # Exact speedup 407.27 / 108.12 = 3.7668… is 3.77; 3.76 is the value rounded down.
+    files.claim("speedup")["value"] = "3.76"
+    r = replay(files, tmp_path, key)
+    lower, speedup = r.claims.by_id("lower"), r.claims.by_id("speedup")
+    assert lower.status == speedup.status == CONTRADICTED
+    assert lower.explanation is not None
+    assert lower.explanation.startswith(
+        f"rounded up: {_percent_lower_exact()!r} is 73.45 at 2 decimal(s)"
+    )
+    assert lower.explanation.endswith("claimed 73.46") or "claimed 73.46" in lower.explanation
+    assert speedup.explanation is not None
+    assert "rounded down" in speedup.explanation
+    assert "is 3.77 at 2 decimal(s)" in speedup.explanation
+    assert "claimed 3.76" in speedup.explanation
+
+
+def test_a_clean_exit_claim_names_the_unclean_worker(
+    tmp_path: Path, key: Ed25519PrivateKey
+) -> None:
+    spec = seed_like()
+    files = build(spec)
+    # candidate-1's worker npu3 exits after 45 s, over the candidate's 30 s TERM wait.
+    exits = [
+        e
+        for e in files.tables["worker_exits"]
+        if (e["server"], e["worker"]) == ("candidate-1", "npu3")
+    ]
+    assert len(exits) == 1
+    exits[0]["exit_s"] = 45.0
+    # The author still claims every one of the 4 x 8 = 32 exits clean.
+    files.claim("exits-clean")["value"] = "32"
+    r = replay(files, tmp_path, key)
+    c = r.claims.by_id("exits-clean")
+    assert (c.status, c.recomputed) == (CONTRADICTED, "31")
+    assert "worker npu3 on server candidate-1 (arm candidate)" in (c.explanation or "")
+
+
+def test_a_plan_naming_servers_no_receipt_uses_is_a_deviation(
+    tmp_path: Path, key: Ed25519PrivateKey
+) -> None:
+    files = build(seed_like())
+    # The receipts' servers run as baseline-1, candidate-1, candidate-2, baseline-2.
+    files.plan["servers"] = ["baseline-1", "candidate-1", "candidate-2", "baseline-9"]
+    r = replay(files, tmp_path, key)
+    found = {(d.kind, d.where) for d in r.conformance.deviations}
+    assert ("servers-named", "baseline-9") in found  # named, never ran
+    assert ("servers-named", "baseline-2") in found  # ran, never named
+    assert r.exit_code == 4
+
+
+def test_a_plan_naming_the_servers_that_ran_conforms(
+    tmp_path: Path, key: Ed25519PrivateKey
+) -> None:
+    files = build(seed_like())
+    files.plan["servers"] = ["baseline-1", "candidate-1", "candidate-2", "baseline-2"]
+    r = replay(files, tmp_path, key)
+    assert r.conformance.deviations == ()
+    assert r.exit_code == 0
+
+
+def test_requests_measured_counts_the_measured_phase(
+    tmp_path: Path, key: Ed25519PrivateKey
+) -> None:
+    files = build(seed_like())
+    # 4 servers x 3 measured requests, by construction of seed_like().
+    files.tables["claims"].append(
+        {
+            "claim_id": "measured",
+            "statistic": "requests_measured",
+            "params": {},
+            "value": "12",
+            "unit": "count",
+        }
+    )
+    r = replay(files, tmp_path, key)
+    assert r.claims.by_id("measured").status == CONFIRMED

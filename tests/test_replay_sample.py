@@ -161,7 +161,7 @@ def test_cli_replays_the_sample_with_headline_first(
     assert lines[1].strip().startswith("CONFIRMED (exit 0)")
     assert "407.27 s" in run.output.split("\n\n")[0]
     assert "73.45 % lower" in run.output.split("\n\n")[0]
-    assert md.read_text(encoding="utf-8").startswith("# Replay of h3-ref2va-5s")
+    assert md.read_text(encoding="utf-8").startswith("# Replay report: MiniMax-H3 Ref2VA")
     js = CliRunner().invoke(replay_command, [str(bundle), "--key", str(pub), "--json"])
     doc = json.loads(js.stdout)
     assert doc["exit_code"] == 0

@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from bundler.errors import CouldNotRunError, IntegrityError, UsageError
 from bundler.lint_text import find_closing_references
 from bundler.seal import seal_campaign
-from replay.html.render import render_report
+from replay.html.render import render_bundle
 from reprobundle.cli.report_cmd import report_command
 from tests.conftest import Keys, make_keys
 
@@ -229,7 +229,7 @@ def seed(tmp_path_factory: pytest.TempPathFactory) -> Sealed:
 
 @pytest.fixture(scope="module")
 def seed_html(seed: Sealed) -> str:
-    return render_report(seed.path, "html", trusted=[seed.keys.public]).text
+    return render_bundle(seed.path, "html", trusted=[seed.keys.public]).text
 
 
 @pytest.fixture(scope="module")
@@ -239,7 +239,7 @@ def seed_page(seed_html: str) -> Page:
 
 @pytest.fixture(scope="module")
 def seed_md(seed: Sealed) -> str:
-    return render_report(seed.path, "md", trusted=[seed.keys.public]).text
+    return render_bundle(seed.path, "md", trusted=[seed.keys.public]).text
 
 
 def _hostile_sources(d: Path) -> None:
@@ -485,16 +485,16 @@ def test_output_is_byte_identical_across_runs_and_paths(
     copy = tmp_path / "elsewhere" / seed.path.name
     copy.parent.mkdir()
     shutil.copyfile(seed.path, copy)
-    assert render_report(copy, "html", trusted=[seed.keys.public]).text == seed_html
-    assert render_report(copy, "md", trusted=[seed.keys.public]).text == seed_md
+    assert render_bundle(copy, "html", trusted=[seed.keys.public]).text == seed_html
+    assert render_bundle(copy, "md", trusted=[seed.keys.public]).text == seed_md
 
 
 # ----------------------------------------------------------------------------- hostile text
 
 
 def test_closing_syntax_in_a_source_row_is_neutralized_and_flagged(hostile: Sealed) -> None:
-    html = render_report(hostile.path, "html", trusted=[hostile.keys.public]).text
-    md = render_report(hostile.path, "md", trusted=[hostile.keys.public]).text
+    html = render_bundle(hostile.path, "html", trusted=[hostile.keys.public]).text
+    md = render_bundle(hostile.path, "md", trusted=[hostile.keys.public]).text
     assert find_closing_references(html) == []
     assert find_closing_references(md) == []
     page = parse_page(html)
@@ -514,14 +514,14 @@ def test_closing_syntax_in_a_source_row_is_neutralized_and_flagged(hostile: Seal
 
 
 def test_markup_in_bundle_text_is_escaped(hostile: Sealed) -> None:
-    html = render_report(hostile.path, "html", trusted=[hostile.keys.public]).text
+    html = render_bundle(hostile.path, "html", trusted=[hostile.keys.public]).text
     page = parse_page(html)
     assert "script" not in {t for t, _ in page.elements}
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     row = next(r for r in page.table("sources-table") if r[0].text == "multi-video-correction")
     assert row[1].text == "<script>alert(1)</script> | **bold** [x](https://example.invalid)"
     assert not [a for t, a in page.elements if t == "a" and "example.invalid" in a.get("href", "")]
-    md = render_report(hostile.path, "md", trusted=[hostile.keys.public]).text
+    md = render_bundle(hostile.path, "md", trusted=[hostile.keys.public]).text
     line = next(x for x in md.splitlines() if "multi-video-correction" in x)
     assert "\\<script\\>alert(1)\\</script\\> \\| \\*\\*bold\\*\\* \\[x\\](https" in line
 
@@ -536,7 +536,7 @@ def test_contradicted_claim_shows_claimed_and_recomputed(tmp_path: Path) -> None
         (d / "claims.json").write_text(json.dumps(claims))
 
     s = seal(edited_seed(tmp_path, edit), tmp_path / "out")
-    rendered = render_report(s.path, "html", trusted=[s.keys.public])
+    rendered = render_bundle(s.path, "html", trusted=[s.keys.public])
     assert rendered.result.exit_code == 4
     page = parse_page(rendered.text)
     row = next(r for r in page.table("claims-table") if r[1].text == "arm-mean-baseline")
@@ -548,7 +548,7 @@ def test_contradicted_claim_shows_claimed_and_recomputed(tmp_path: Path) -> None
 
 def test_without_a_scorer_identity_lpips_is_unattested(tmp_path: Path) -> None:
     s = seal(edited_seed(tmp_path, lambda d: (d / "scorer.json").unlink()), tmp_path / "out")
-    rendered = render_report(s.path, "md", trusted=[s.keys.public])
+    rendered = render_bundle(s.path, "md", trusted=[s.keys.public])
     assert rendered.result.exit_code == 5
     assert "## Scorer identity (absent)" in rendered.text
     assert "unverifiable" in rendered.text
@@ -557,11 +557,11 @@ def test_without_a_scorer_identity_lpips_is_unattested(tmp_path: Path) -> None:
 
 def test_untrusted_bundles_are_refused_or_marked(seed: Sealed, tmp_path: Path) -> None:
     with pytest.raises(IntegrityError, match="no trusted key verified it"):
-        render_report(seed.path, "md")
+        render_bundle(seed.path, "md")
     other = make_keys(tmp_path, "stranger")
     with pytest.raises(IntegrityError, match="untrusted"):
-        render_report(seed.path, "md", trusted=[other.public])
-    md = render_report(seed.path, "md", allow_unsigned=True).text
+        render_bundle(seed.path, "md", trusted=[other.public])
+    md = render_bundle(seed.path, "md", allow_unsigned=True).text
     assert "UNSIGNED/UNTRUSTED" in md
     # Every replayed section's evidence limit leads with the trust note.
     assert md.count("- UNSIGNED/UNTRUSTED: no trusted key verified") >= 8
@@ -582,7 +582,7 @@ def test_a_tampered_bundle_gets_no_report(seed: Sealed, tmp_path: Path) -> None:
 
 def test_unknown_format_is_a_usage_error(seed: Sealed) -> None:
     with pytest.raises(UsageError, match="unknown report format"):
-        render_report(seed.path, "pdf", trusted=[seed.keys.public])
+        render_bundle(seed.path, "pdf", trusted=[seed.keys.public])
 
 
 def test_markdown_needs_no_matplotlib(
@@ -592,9 +592,9 @@ def test_markdown_needs_no_matplotlib(
     for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    assert render_report(seed.path, "md", trusted=[seed.keys.public]).text == seed_md
+    assert render_bundle(seed.path, "md", trusted=[seed.keys.public]).text == seed_md
     with pytest.raises(CouldNotRunError, match=r"pip install 'matplotlib>=3.8'"):
-        render_report(seed.path, "html", trusted=[seed.keys.public])
+        render_bundle(seed.path, "html", trusted=[seed.keys.public])
 
 
 # ----------------------------------------------------------------------------- the command
@@ -631,21 +631,18 @@ def test_cli_errors(seed: Sealed, tmp_path: Path) -> None:
     res = run(report_command, [str(seed.path), "-o", str(tmp_path / "r.html")])
     assert res.exit_code == 2
     assert "--allow-unsigned" in res.output
-    junk = tmp_path / "junk.json"
-    junk.write_text('{"verdict": "PASS"}')
     res = run(
         report_command,
-        [str(seed.path), "-o", str(tmp_path / "r.html"), "--key", key, "--media-result", str(junk)],
+        [str(seed.path), "-o", str(tmp_path / "r.html"), "--key", key, "--scorer-weights", "."],
     )
     assert res.exit_code == 2
-    assert "not a media replay result" in res.output
-    junk.write_text("not json")
+    assert "--scorer-weights needs --media" in res.output
     res = run(
         report_command,
-        [str(seed.path), "-o", str(tmp_path / "r.html"), "--key", key, "--rerun-result", str(junk)],
+        [str(seed.path), "-o", str(tmp_path / "r.html"), "--key", key, "--tolerance", "0.2"],
     )
     assert res.exit_code == 2
-    assert "not a JSON file" in res.output
+    assert "--tolerance needs --against" in res.output
     res = run(report_command, [str(seed.path), "-o", str(tmp_path / "no" / "r.html"), "--key", key])
     assert res.exit_code == 3
     assert "r.html" in res.output
@@ -655,49 +652,55 @@ def test_cli_errors(seed: Sealed, tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------- optional sections
 
 
-def test_rerun_and_media_sections_appear_when_given(seed: Sealed, tmp_path: Path) -> None:
+def test_media_section_and_verdict_come_from_the_one_replay(tmp_path: Path) -> None:
     pytest.importorskip("av", reason="media replay needs PyAV")
-    from bundler.verify import open_bundle
-    from replay.media import rescore_bundle
-    from replay.rerun.compare import compare_bundles
-
-    opened = open_bundle(seed.path, trusted=[seed.keys.public])
-    # The seed compared with itself: the same speedup, so the effect is reproduced.
-    rerun = compare_bundles(opened, opened)
     mini = seal(MINI, tmp_path / "mini")
-    media = rescore_bundle(open_bundle(mini.path, trusted=[mini.keys.public]), [MINI / "media"])
-
-    html = render_report(mini.path, "html", trusted=[mini.keys.public], media=media).text
-    page = parse_page(html)
+    out = tmp_path / "r.html"
+    args = [str(mini.path), "-o", str(out), "--key", str(mini.keys.public_path)]
+    res = CliRunner().invoke(report_command, [*args, "--media", str(MINI / "media"), "--json"])
+    doc = json.loads(res.output)
+    # samples/media-mini's design: cmp-02's candidate audio is truncated, so its coverage
+    # fails: the re-scored media contradict the bundle, and the one verdict says so.
+    assert doc["outcome"] == "CONTRADICTED"
+    assert res.exit_code == 4 == doc["exit_code"]
+    assert any(f.startswith("media: ") and "cmp-02" in f for f in doc["failures"])
+    assert "media re-scored from the raw files" in doc["checks_done"]
+    page = parse_page(out.read_text(encoding="utf-8"))
     assert page.section_ids[-1] == "media"
     assert page.limits["media"]
     text = page.text("media")
-    # samples/media-mini's design: cmp-02's candidate audio is truncated, so its coverage fails.
     assert "Media replay verdict FAIL" in text
     comps = {r[0].text: r for r in page.table("media-comparisons-table")}
     assert comps["cmp-01"][3].text == "ok"
     assert comps["cmp-02"][3].text.startswith("FAIL: audio/samples-cover-duration [candidate]")
     assert "may be the replay of another bundle" not in text
-    # The same result given as its JSON form renders the same page.
-    as_json = json.loads(json.dumps(media.to_dict()))
-    assert render_report(mini.path, "html", trusted=[mini.keys.public], media=as_json).text == html
+    assert "CONTRADICTED (exit 4)" in page.text("headline")
+    # Markdown: the same verdict, media section included.
+    md = tmp_path / "r.md"
+    res = CliRunner().invoke(
+        report_command,
+        [
+            str(mini.path),
+            "-o",
+            str(md),
+            "--format",
+            "md",
+            "--key",
+            str(mini.keys.public_path),
+            "--media",
+            str(MINI / "media"),
+        ],
+    )
+    assert res.exit_code == 4
+    body = md.read_text(encoding="utf-8")
+    assert "CONTRADICTED (exit 4)" in body
+    assert "Media replay verdict **FAIL**" in body
+    assert find_closing_references(body) == []
 
-    md = render_report(seed.path, "md", trusted=[seed.keys.public], rerun=rerun, media=media).text
-    assert "## Rerun comparison (reproduced)" in md
-    assert "| baseline → candidate | 407.27 → 108.12 s | 407.27 → 108.12 s | 3.77× / 3.77× |" in md
-    # A media result of another bundle is said to be one.
-    assert "may be the replay of another bundle" in md
-    assert find_closing_references(md) == []
 
-
-def test_the_cli_reads_results_from_json_files(seed: Sealed, tmp_path: Path) -> None:
-    from bundler.verify import open_bundle
-    from replay.rerun.compare import compare_bundles
-
-    opened = open_bundle(seed.path, trusted=[seed.keys.public])
-    f = tmp_path / "rerun.json"
-    f.write_text(json.dumps(compare_bundles(opened, opened).to_dict()))
+def test_rerun_section_from_against(seed: Sealed, tmp_path: Path) -> None:
     out = tmp_path / "r.html"
+    # The seed compared with itself: the same speedup, so the effect is reproduced.
     res = CliRunner().invoke(
         report_command,
         [
@@ -706,8 +709,8 @@ def test_the_cli_reads_results_from_json_files(seed: Sealed, tmp_path: Path) -> 
             str(out),
             "--key",
             str(seed.keys.public_path),
-            "--rerun-result",
-            str(f),
+            "--against",
+            str(seed.path),
         ],
     )
     assert res.exit_code == 0, res.output

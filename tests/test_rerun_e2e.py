@@ -40,8 +40,8 @@ from click.testing import CliRunner
 from bundler.campaign import load_campaign
 from bundler.plan_check import check_plan
 from bundler.seal import seal_campaign
-from bundler.verify import OpenedBundle, open_bundle
-from replay.api import replay_bundle
+from bundler.verified import VerifiedBundle, open_verified
+from replay.api import replay, replay_bundle
 from replay.rerun.compare import compare_bundles, format_comparison
 from replay.rerun.runner import RerunControl, RerunEvent, RerunOptions, run_rerun
 from reprobundle.cli.replay_cmd import replay_command
@@ -72,7 +72,7 @@ RECEIPT_COLUMNS = [
 EXIT_COLUMNS = ["attempt_id", "arm", "server", "worker", "exit_code", "signal", "exit_s", "killed"]
 
 
-def rows(opened: OpenedBundle, table: str, columns: list[str]) -> list[dict[str, Any]]:
+def rows(opened: VerifiedBundle, table: str, columns: list[str]) -> list[dict[str, Any]]:
     t = opened.table(table)
     out: list[dict[str, Any]] = t.select(columns).to_pylist()
     return out
@@ -215,9 +215,9 @@ def test_rerun_reproduces_the_effect_and_records_a_hang_and_a_stubborn_worker(
     )
     rerun_path = tmp_path / "rerun.bundle"
     seal_campaign(out, rerun_path, keys=[keys.private])
-    rb = open_bundle(rerun_path, trusted=[keys.public])
-    sb = open_bundle(sealed_path, trusted=[keys.public])
-    assert rb.report.ok and sb.report.ok
+    rb = open_verified(rerun_path, trusted=[keys.public])
+    sb = open_verified(sealed_path, trusted=[keys.public])
+    assert rb.trusted and sb.trusted
 
     attempts = {
         r["attempt_id"]: r for r in rows(rb, "attempts", ["attempt_id", "status", "reason"])
@@ -256,7 +256,7 @@ def test_rerun_reproduces_the_effect_and_records_a_hang_and_a_stubborn_worker(
     assert all(e["exit_s"] < 0.6 for e in others)
 
     # The effect, by hand with numpy over the accepted attempt's measured requests.
-    def arm_mean(opened: OpenedBundle, attempt: str, arm: str) -> float:
+    def arm_mean(opened: VerifiedBundle, attempt: str, arm: str) -> float:
         servers: dict[str, list[float]] = {}
         for r in rows(opened, "receipts", RECEIPT_COLUMNS):
             if (r["attempt_id"], r["arm"], r["phase"], r["status"]) == (
@@ -289,7 +289,8 @@ def test_rerun_reproduces_the_effect_and_records_a_hang_and_a_stubborn_worker(
     assert effect.speedup_ratio == pytest.approx((base / cand) / sealed_speedup)
     assert cmp.rerun.attempt == "rerun-2"
     assert cmp.rerun.other_attempts == {"rerun-1": "interrupted"}
-    assert (cmp.rerun.lifecycle.total, cmp.rerun.lifecycle.clean) == (12, 12)
+    lifecycle = cmp.rerun.lifecycle
+    assert lifecycle is not None and (lifecycle.total, lifecycle.clean) == (12, 12)
     assert cmp.rerun.statuses == {"ok": 12}
     # Same payload, seed and input: all 12 rerun clips carry the sealed hash.
     assert (cmp.outputs_compared, cmp.outputs_matching) == (12, 12)
@@ -301,7 +302,7 @@ def test_rerun_reproduces_the_effect_and_records_a_hang_and_a_stubborn_worker(
     check_rerun_quality(out, rerun_path, rb, keys)
 
 
-def check_rerun_quality(out: Path, rerun_path: Path, rb: OpenedBundle, keys: Keys) -> None:
+def check_rerun_quality(out: Path, rerun_path: Path, rb: VerifiedBundle, keys: Keys) -> None:
     """The rerun carries the frozen gates and the sealed pairing; media replay scores it."""
     assert json.loads((out / "scorer.json").read_text()) == SCORER
     gates = [json.loads(x) for x in (out / "gates.jsonl").read_text().splitlines()]
@@ -326,7 +327,13 @@ def check_rerun_quality(out: Path, rerun_path: Path, rb: OpenedBundle, keys: Key
     q = stats.quality
     assert (q.comparisons_total, q.comparisons_passed, q.comparisons_failed) == (4, 0, 0)
     assert q.ungated_comparisons == 4 and q.checks == ()
-    assert stats.exit_code == 0
+    # Unrecorded is neither a failure nor a gap (a rerun states no claims: the outcome is the
+    # result model's "not evidenced", tests/test_replay_*.py).
+    assert (stats.failures(), stats.gaps()) == ([], [])
+    # Against the sealed bundle, through the one replay entry point: the effect reproduces.
+    sealed = open_verified(rerun_path.parent / "orig.bundle", trusted=[keys.public])
+    both = replay(rb, against=sealed, tolerance=TOLERANCE)
+    assert both.against is not None and (both.failures(), both.gaps()) == ([], [])
     # Media replay over the rerun's clips: every comparison re-scored from the media.
     res = CliRunner().invoke(
         replay_command,
@@ -345,8 +352,13 @@ def check_rerun_quality(out: Path, rerun_path: Path, rb: OpenedBundle, keys: Key
     assert media["verdict"] == "FAIL" and media["problems"] == []
     assert len(media["comparisons"]) == 4
     for c in media["comparisons"]:
+        # Verdict words compared case-blind: the gate evaluator's vocabulary is not ours.
         got = {
-            g["gate_id"]: (g["recorded_verdict"], g["recomputed_value"], g["recomputed_verdict"])
+            g["gate_id"]: (
+                g["recorded_verdict"],
+                g["recomputed_value"],
+                str(g["recomputed_verdict"]).upper(),
+            )
             for g in c["gates"]
         }
         assert got == {
@@ -354,7 +366,8 @@ def check_rerun_quality(out: Path, rerun_path: Path, rb: OpenedBundle, keys: Key
             "audio-cosine-min": ("not-recorded", 1.0, "PASS"),
             "frame-count": ("not-recorded", 8.0, "FAIL"),
         }
-    assert {g["gate_id"]: g["counts"] for g in media["gates"]} == {
+    counts = {g["gate_id"]: {k.upper(): v for k, v in g["counts"].items()} for g in media["gates"]}
+    assert counts == {
         "ssim-min": {"PASS": 4},
         "audio-cosine-min": {"PASS": 4},
         "frame-count": {"FAIL": 4},

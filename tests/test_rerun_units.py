@@ -11,15 +11,14 @@ import json
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import av
 import pytest
 from click.testing import CliRunner
 
+from bundler.container import read_container, write_container
 from bundler.errors import UsageError
 from bundler.seal import seal_campaign
-from bundler.verify import open_bundle
 from replay.rerun.client import (
     Deadline,
     FilePart,
@@ -29,7 +28,6 @@ from replay.rerun.client import (
     encode_multipart,
     reported_commit,
 )
-from replay.rerun.compare import compare_bundles
 from replay.rerun.launcher import (
     LaunchError,
     LaunchSpec,
@@ -41,7 +39,8 @@ from replay.rerun.launcher import (
 from replay.rerun.runner import RerunOptions, run_rerun
 from replay.rerun.schedule import build_schedule
 from replay.rerun.watchdog import StopFlag
-from reprobundle.cli.rerun_cmd import rerun_command
+from reprobundle.cli.rerun_cmd import plan_group, rerun_command
+from tests.conftest import Keys
 from tests.reference_server import REPO_ROOT, running_server, server_command
 from tests.reference_server.campaign import (
     BASELINE_COMMIT,
@@ -345,128 +344,6 @@ def test_a_server_that_cannot_be_launched_rejects_the_attempt(tmp_path: Path) ->
     assert (tmp_path / "rerun" / "receipts.jsonl").read_text() == ""
 
 
-def _hand_rerun(root: Path, sealed_dir: Path, cand: tuple[list[float], list[float]]) -> Path:
-    """A rerun campaign written by hand (no server), with the sealed plan's exact bytes."""
-    root.mkdir()
-    (root / "plans").mkdir()
-    plan = sealed_dir / "plans" / "reference-ab.json"
-    (root / "plans" / "reference-ab.json").write_bytes(plan.read_bytes())
-    doc = json.loads((sealed_dir / "campaign.json").read_text())
-    doc.update({"id": "reference-ab-rerun", "kind": "rerun"})
-    (root / "campaign.json").write_text(json.dumps(doc))
-    (root / "attempts.jsonl").write_text(json.dumps({"attempt_id": "r-1", "status": "accepted"}))
-    (root / "claims.json").write_text("[]")
-    values = {
-        "baseline-1": ("baseline", [0.70, 0.72]),
-        "baseline-2": ("baseline", [0.74, 0.76]),
-        "candidate-1": ("candidate", cand[0]),
-        "candidate-2": ("candidate", cand[1]),
-    }
-    receipts = []
-    for server, (arm, xs) in values.items():
-        for seq, e2e in enumerate(xs, start=1):
-            receipts.append(
-                {
-                    "request_id": f"r-{server}-{seq}",
-                    "attempt_id": "r-1",
-                    "arm": arm,
-                    "server": server,
-                    "phase": "measured",
-                    "seq": seq,
-                    "start": "2026-05-01T00:00:00Z",
-                    "end": "2026-05-01T00:00:01Z",
-                    "e2e_s": e2e,
-                    "status": "ok",
-                }
-            )
-    (root / "receipts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in receipts))
-    exits = [
-        ("w0", 0, None, 0.5, False),  # clean: code 0 within the 0.6 s TERM wait
-        ("w1", None, "SIGKILL", 0.7, True),
-    ]
-    (root / "worker_exits.jsonl").write_text(
-        "".join(
-            json.dumps(
-                {
-                    "attempt_id": "r-1",
-                    "arm": "baseline",
-                    "server": "baseline-1",
-                    "worker": w,
-                    "exit_code": code,
-                    "signal": sig,
-                    "exit_s": s,
-                    "killed": k,
-                }
-            )
-            + "\n"
-            for w, code, sig, s, k in exits
-        )
-    )
-    samples = [
-        ("baseline", "baseline-1", "npu:0", 100),
-        ("baseline", "baseline-1", "npu:0", 300),
-        ("baseline", "baseline-1", "npu:1", 200),
-        ("candidate", "candidate-1", "npu:0", 150),
-    ]
-    (root / "telemetry.jsonl").write_text(
-        "".join(
-            json.dumps(
-                {
-                    "attempt_id": "r-1",
-                    "arm": arm,
-                    "server": server,
-                    "device": dev,
-                    "time": "2026-05-01T00:00:00Z",
-                    "hbm_used_mb": mb,
-                }
-            )
-            + "\n"
-            for arm, server, dev, mb in samples
-        )
-    )
-    return root
-
-
-def test_comparison_arithmetic_and_tolerance_rule(tmp_path: Path) -> None:
-    sealed_dir = write_campaign(tmp_path / "sealed")
-    seal_campaign(sealed_dir, tmp_path / "sealed.bundle")
-    sealed = open_bundle(tmp_path / "sealed.bundle", allow_unsigned=True)
-
-    def compare(cand: tuple[list[float], list[float]], name: str, tol: float) -> Any:
-        d = _hand_rerun(tmp_path / name, sealed_dir, cand)
-        seal_campaign(d, tmp_path / f"{name}.bundle")
-        rerun = open_bundle(tmp_path / f"{name}.bundle", allow_unsigned=True)
-        return compare_bundles(rerun, sealed, tolerance=tol)
-
-    c = compare(([0.25, 0.27], [0.23, 0.25]), "near", 0.10)
-    (e,) = c.effects
-    # Sealed: arm means 0.6175 and 0.2175 (tests/reference_server/campaign.py).
-    # Rerun: baseline servers 0.71 and 0.75 -> 0.73; candidate 0.26 and 0.24 -> 0.25.
-    assert (e.sealed_baseline_s, e.sealed_candidate_s) == pytest.approx((0.6175, 0.2175))
-    assert (e.rerun_baseline_s, e.rerun_candidate_s) == pytest.approx((0.73, 0.25))
-    assert e.sealed_speedup == pytest.approx(0.6175 / 0.2175)  # 2.839080...
-    assert e.rerun_speedup == pytest.approx(2.92)  # 0.73 / 0.25
-    assert e.rerun_percent_lower == pytest.approx((1 - 0.25 / 0.73) * 100)  # 65.753...
-    assert e.sealed_percent_lower == pytest.approx((1 - 0.2175 / 0.6175) * 100)  # 64.777...
-    assert (e.baseline_ratio, e.candidate_ratio) == pytest.approx((0.73 / 0.6175, 0.25 / 0.2175))
-    assert e.speedup_ratio == pytest.approx(2.92 / (0.6175 / 0.2175))  # 1.0285: +2.9 %
-    assert e.reproduced is True and c.reproduced is True and c.plan_matches
-    assert (c.rerun.lifecycle.total, c.rerun.lifecycle.clean, c.rerun.lifecycle.killed) == (2, 1, 1)
-    # Peaks per (server, device): baseline 300 and 200 -> 250; candidate 150.
-    assert c.rerun.hbm_peak_mean_mb == {"baseline": 250.0, "candidate": 150.0}
-    assert c.sealed.hbm_peak_mean_mb == {"baseline": None, "candidate": None}
-    # Candidate 0.28 and 0.30 -> 0.29: speedup 0.73 / 0.29 = 2.5172, -11.3 % from 2.8391.
-    slow = compare(([0.28, 0.28], [0.30, 0.30]), "slow", 0.10)
-    assert slow.effects[0].speedup_ratio == pytest.approx((0.73 / 0.29) / (0.6175 / 0.2175))
-    assert slow.reproduced is False
-    assert compare(([0.28, 0.28], [0.30, 0.30]), "slow-wide", 0.12).reproduced is True
-    # No effect at all: candidate as slow as baseline (speedup 1) never reproduces 2.84x.
-    none = compare(([0.70, 0.72], [0.74, 0.76]), "none", 0.9)
-    assert none.effects[0].rerun_speedup == pytest.approx(1.0)
-    assert none.reproduced is False
-    assert "the effect vanished or changed direction" in none.effects[0].verdict
-
-
 def test_dry_run_shows_schedule_commands_and_estimate(tmp_path: Path) -> None:
     camp = write_campaign(tmp_path / "camp")
     seal_campaign(camp, tmp_path / "orig.bundle")
@@ -498,3 +375,42 @@ def test_dry_run_shows_schedule_commands_and_estimate(tmp_path: Path) -> None:
     assert "expected duration: 8 s of requests as sealed" in text.output
     assert "at most 98 s" in text.output
     assert not (tmp_path / "rerun").exists()
+
+
+def test_the_rerun_reads_its_bundle_only_once_verified(tmp_path: Path, keys: Keys) -> None:
+    """``bundle rerun`` opens the bundle through ``open_verified``: a tampered bundle is
+    refused (exit 1) before anything is read, an unsigned one unless --allow-unsigned
+    (with the hint); ``plan check`` of the same unsigned bundle is accepted."""
+    camp = write_campaign(tmp_path / "camp")
+    unsigned = tmp_path / "orig.bundle"
+    seal_campaign(camp, unsigned)
+    out = tmp_path / "rerun"
+    args = ["--out", str(out), "--launch", "--dry-run"]
+    res = CliRunner().invoke(rerun_command, [str(unsigned), *args, "--key", str(keys.public_path)])
+    assert res.exit_code == 1, res.output
+    assert "no trusted key verified it" in res.output
+    assert "give a trusted --key or --allow-unsigned" in res.output
+    assert (
+        CliRunner().invoke(rerun_command, [str(unsigned), *args, "--allow-unsigned"]).exit_code == 0
+    )
+    assert CliRunner().invoke(plan_group, ["check", str(unsigned)]).exit_code == 0
+    # The plan member rewritten in place (a longer request timeout): its digest no longer
+    # matches the manifest, so neither command reads it.
+    members = [
+        (
+            m.name,
+            m.data.replace(b'"request_s": 2.5', b'"request_s": 25')
+            if m.name.startswith("plans/")
+            else m.data,
+        )
+        for m in read_container(unsigned)
+    ]
+    tampered = tmp_path / "tampered.bundle"
+    with tampered.open("wb") as fh:
+        write_container(fh, members)
+    assert tampered.read_bytes() != unsigned.read_bytes()
+    res = CliRunner().invoke(rerun_command, [str(tampered), *args, "--allow-unsigned"])
+    assert res.exit_code == 1, res.output
+    assert "give a trusted --key" not in res.output
+    assert CliRunner().invoke(plan_group, ["check", str(tampered)]).exit_code == 1
+    assert not out.exists()

@@ -201,7 +201,7 @@ def test_countersign_keeps_other_members_identical(
     auditor = make_keys(tmp_path, "auditor")
     before = {m.name: m.data for m in read_container(sealed)}
     out = tmp_path / "co.bundle"
-    res = countersign(sealed, auditor.private, out)
+    res = countersign(sealed, auditor.private, out, trusted=[keys.public])
     after = {m.name: m.data for m in read_container(out)}
     assert list(before) == list(after)
     assert all(before[n] == after[n] for n in before if n != ENVELOPE_NAME)
@@ -211,7 +211,7 @@ def test_countersign_keeps_other_members_identical(
     # Each key alone still verifies its own signature.
     assert check_bundle(out, trusted=[auditor.public]).ok
     with pytest.raises(UsageError, match="already signed"):
-        countersign(out, auditor.private)
+        countersign(out, auditor.private, trusted=[keys.public])
 
 
 def test_countersign_refuses_a_tampered_bundle(sealed: Path, tmp_path: Path) -> None:

@@ -1,19 +1,18 @@
-"""Open a bundle once, replay it, and render the report as HTML or Markdown.
+"""Render a replay result as the HTML page or the Markdown pull-request body.
 
-The bundle is opened and checked exactly as :func:`replay.api.replay_bundle`
-does (any integrity problem refuses it; an unsigned or untrusted one too
-unless ``allow_unsigned``), then the same opened bundle feeds both the replay
-and the report's other sections (signatures, sources, external artifacts,
-individual requests), so the report can never describe two different files.
+The caller verifies the bundle once (:func:`bundler.verified.open_verified`)
+and replays it once (:func:`replay.api.replay`); the same verified bundle then
+feeds the report's other sections (signatures, sources, external artifacts,
+individual requests), so the report can never describe two different files,
+and its verdict is the result's.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -21,28 +20,26 @@ import pyarrow.compute as pc
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from bundler import __version__
-from bundler.container import Limits
-from bundler.errors import IntegrityError, UsageError
-from bundler.verify import OpenedBundle, open_bundle
-from replay.api import inputs_from_bundle, integrity_of, replay_inputs
+from bundler.errors import UsageError
+from bundler.verified import VerifiedBundle
+from bundler.verify import OpenedBundle
+from replay.api import inputs_from_bundle
 from replay.html.extras import normalize_media, normalize_rerun
 from replay.html.model import BundleFacts, ServerTrials, SignatureRow, build_model
 from replay.html.view import Report
 from replay.inputs import ReplayInputs
 from replay.result import ReplayResult
 
-__all__ = ["FORMATS", "RenderedReport", "bundle_facts", "render_report", "report_model"]
+__all__ = [
+    "FORMATS",
+    "RenderedReport",
+    "bundle_facts",
+    "render_bundle",
+    "render_report",
+    "report_model",
+]
 
 FORMATS = ("html", "md")
-
-
-@dataclass(frozen=True)
-class RenderedReport:
-    """The report text, the model it was drawn from, and the replay under it."""
-
-    text: str
-    report: Report
-    result: ReplayResult
 
 
 def _sha256(path: Path) -> tuple[str, int]:
@@ -53,27 +50,6 @@ def _sha256(path: Path) -> tuple[str, int]:
             h.update(chunk)
             size += len(chunk)
     return h.hexdigest(), size
-
-
-def _open_checked(
-    path: Path,
-    trusted: Sequence[Ed25519PublicKey],
-    allow_unsigned: bool,
-    limits: Limits | None,
-) -> OpenedBundle:
-    opened = open_bundle(path, trusted=trusted, allow_unsigned=allow_unsigned, limits=limits)
-    rep = opened.report
-    if rep.problems:
-        raise IntegrityError(
-            f"{path}: does not verify ({len(rep.problems)} problem(s)); no report written",
-            rep.problems,
-        )
-    if rep.signature_status != "verified" and not allow_unsigned:
-        raise IntegrityError(
-            f"{path}: signature {rep.signature_status}: no trusted key verified it; give the "
-            "signer's public key (--key / --trusted-keys) or --allow-unsigned; no report written"
-        )
-    return opened
 
 
 def _values(
@@ -167,84 +143,73 @@ def bundle_facts(
     )
 
 
-def report_model(
-    path: Path | str,
-    *,
-    trusted: Sequence[Ed25519PublicKey] = (),
-    allow_unsigned: bool = False,
-    media: Any = None,
-    rerun: Any = None,
-    charts: bool = True,
-    limits: Limits | None = None,
-) -> tuple[Report, ReplayResult]:
-    """Verify and replay the bundle at ``path`` and build the report's view model.
+def report_model(bundle: VerifiedBundle, result: ReplayResult, *, charts: bool = True) -> Report:
+    """The report's view model of ``result``, the replay of ``bundle``.
 
-    Args:
-        path: the bundle file.
-        trusted: public keys whose signature makes the bundle trusted.
-        allow_unsigned: report on a bundle no trusted key signed (every section says so).
-        media: a media replay (``MediaReplayResult`` or its ``to_dict()`` form), or None.
-        rerun: a rerun comparison (``RerunComparison`` or its ``to_dict()`` form), or None.
-        charts: draw the charts (HTML); needs matplotlib.
-        limits: container reading bounds.
+    The media re-score and rerun comparison, when done, are part of ``result``;
+    the model renders them and its outcome is ``result.outcome`` (never recomputed).
 
     Raises:
-        IntegrityError: tampered, malformed, or (without ``allow_unsigned``) untrusted.
-        UsageError: ``media`` or ``rerun`` is not such a result.
-        CouldNotRunError: no single accepted attempt; matplotlib missing for charts.
-        OSError: the bundle cannot be read.
+        CouldNotRunError: ``charts`` and matplotlib is missing.
+        OSError: the bundle file cannot be read (for its SHA-256).
     """
-    media_d: Mapping[str, Any] | None = None if media is None else normalize_media(media)
-    rerun_d: Mapping[str, Any] | None = None if rerun is None else normalize_rerun(rerun)
-    path = Path(path)
-    opened = _open_checked(path, trusted, allow_unsigned, limits)
-    inputs = inputs_from_bundle(opened)
-    result = replay_inputs(inputs, integrity_of(opened), bundle=path.name)
-    facts = bundle_facts(path, opened, inputs, result.accepted_attempt)
-    report = build_model(
+    inputs = inputs_from_bundle(bundle)
+    facts = bundle_facts(bundle.path, bundle.opened, inputs, result.accepted_attempt)
+    return build_model(
         result,
         facts,
-        media=media_d,
-        rerun=rerun_d,
+        media=None if result.media is None else normalize_media(result.media),
+        rerun=None if result.against is None else normalize_rerun(result.against),
         charts=charts,
         generator=f"reprobundle {__version__} (bundle report)",
     )
-    return report, result
 
 
-def render_report(
+def render_report(bundle: VerifiedBundle, result: ReplayResult, fmt: str = "html") -> str:
+    """The report of ``result`` (the replay of ``bundle``) as HTML or Markdown (``"md"``).
+
+    The same bundle and the same result always give the same bytes.
+
+    Raises:
+        UsageError: unknown ``fmt``.
+        CouldNotRunError, OSError: see :func:`report_model`.
+    """
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")
+    report = report_model(bundle, result, charts=fmt == "html")
+    if fmt == "html":
+        from replay.html.html import render_html
+
+        return render_html(report)
+    from replay.html.markdown import render_markdown
+
+    return render_markdown(report)
+
+
+@dataclass(frozen=True)
+class RenderedReport:
+    """The report text and the one result it renders."""
+
+    text: str
+    result: ReplayResult
+
+
+def render_bundle(
     path: Path | str,
     fmt: str = "html",
     *,
     trusted: Sequence[Ed25519PublicKey] = (),
     allow_unsigned: bool = False,
-    media: Any = None,
-    rerun: Any = None,
-    limits: Limits | None = None,
 ) -> RenderedReport:
-    """The report of the bundle at ``path`` as HTML (``fmt="html"``) or Markdown (``"md"``).
-
-    The same bundle (and the same optional results) always give the same bytes.
+    """Verify, replay (statistics only) and render the bundle at ``path`` in one call.
 
     Raises:
-        UsageError: unknown ``fmt``; ``media`` or ``rerun`` is not such a result.
-        IntegrityError, CouldNotRunError, OSError: see :func:`report_model`.
+        IntegrityError: see :func:`bundler.verified.open_verified`.
+        UsageError, CouldNotRunError, OSError: see :func:`render_report`.
     """
-    if fmt not in FORMATS:
-        raise UsageError(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")
-    report, result = report_model(
-        path,
-        trusted=trusted,
-        allow_unsigned=allow_unsigned,
-        media=media,
-        rerun=rerun,
-        charts=fmt == "html",
-        limits=limits,
-    )
-    if fmt == "html":
-        from replay.html.html import render_html
+    from bundler.verified import open_verified
+    from replay.api import replay
 
-        return RenderedReport(render_html(report), report, result)
-    from replay.html.markdown import render_markdown
-
-    return RenderedReport(render_markdown(report), report, result)
+    verified = open_verified(path, trusted=trusted, allow_unsigned=allow_unsigned)
+    result = replay(verified)
+    return RenderedReport(render_report(verified, result, fmt), result)

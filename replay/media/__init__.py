@@ -4,18 +4,18 @@ Importing this package loads numpy and scipy only; PyAV is imported when media
 is decoded, and torch/torchvision/lpips (the ``[lpips]`` extra) only when an
 LPIPS scorer is built (:mod:`replay.media.lpips_attested`).
 
-Entry point: :func:`rescore_bundle`; text rendering: :func:`format_report`.
+Entry point: :func:`rescore_bundle` (takes a :class:`bundler.verified.VerifiedBundle`);
+text rendering: :func:`format_report`. Modules: ``bundle_read`` (reading the
+bundle), ``scoring`` (one pair), ``judge`` (metrics and gates, by
+:mod:`replay.gates`), ``result`` (result types and verdict), ``format`` (text),
+``rescore`` (orchestration).
 """
 
+from replay.media.format import format_report
 from replay.media.lpips_attested import DeviceError
-from replay.media.rescore import (
-    MediaProgress,
-    MediaReplayResult,
-    PairScores,
-    format_report,
-    rescore_bundle,
-    score_pair,
-)
+from replay.media.rescore import rescore_bundle
+from replay.media.result import MediaProgress, MediaReplayResult
+from replay.media.scoring import PairScores, score_pair
 
 __all__ = [
     "DeviceError",

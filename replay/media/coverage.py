@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from replay.media.probe import MediaProbe
+from replay.media.probe import AudioInfo, MediaProbe, VideoInfo
 
 __all__ = [
     "DEFAULT_AV_TOLERANCE_S",
@@ -147,94 +147,65 @@ class CoverageCheck:
         return asdict(self)
 
 
-def check_coverage(probe: MediaProbe, params: CoverageParams, arm: str) -> list[CoverageCheck]:
-    """Check one arm's decoded media against the frozen plan.
-
-    Checks: ``video/frame-count``, ``audio/present``, ``audio/sample-rate``,
-    ``audio/samples-cover-duration``, ``av/start-agree``, ``av/end-agree``.
-    """
-    out: list[CoverageCheck] = []
-    v, a = probe.video, probe.audio
-
-    # Frame count: decoded frames equal the plan's.
+def _frame_count(v: VideoInfo | None, params: CoverageParams, arm: str) -> CoverageCheck:
+    """Decoded frames equal the plan's ``num_frames``."""
     if v is None:
-        out.append(CoverageCheck("video/frame-count", arm, FAIL, None, "a video stream"))
-    elif params.num_frames is None:
-        out.append(
-            CoverageCheck("video/frame-count", arm, NOT_FROZEN, v.frames, "plan media.num_frames")
+        return CoverageCheck("video/frame-count", arm, FAIL, None, "a video stream")
+    if params.num_frames is None:
+        return CoverageCheck(
+            "video/frame-count", arm, NOT_FROZEN, v.frames, "plan media.num_frames"
         )
-    else:
-        ok = v.frames == params.num_frames
-        out.append(
-            CoverageCheck(
-                "video/frame-count", arm, PASS if ok else FAIL, v.frames, f"== {params.num_frames}"
-            )
-        )
+    ok = v.frames == params.num_frames
+    return CoverageCheck(
+        "video/frame-count", arm, PASS if ok else FAIL, v.frames, f"== {params.num_frames}"
+    )
 
-    audio_expected = params.sample_rate is not None
-    if a is None:
-        status = FAIL if audio_expected else NOT_FROZEN
-        out.append(
-            CoverageCheck(
-                "audio/present",
-                arm,
-                status,
-                None,
-                "an audio stream" if audio_expected else "plan media.audio_sample_rate",
-            )
-        )
-        return out
-    out.append(CoverageCheck("audio/present", arm, PASS, a.channels, "an audio stream"))
 
+def _sample_rate(a: AudioInfo, params: CoverageParams, arm: str) -> CoverageCheck:
     if params.sample_rate is None:
-        out.append(
-            CoverageCheck(
-                "audio/sample-rate", arm, NOT_FROZEN, a.sample_rate, "plan media.audio_sample_rate"
-            )
+        return CoverageCheck(
+            "audio/sample-rate", arm, NOT_FROZEN, a.sample_rate, "plan media.audio_sample_rate"
         )
-    else:
-        ok = a.sample_rate == params.sample_rate
-        out.append(
-            CoverageCheck(
-                "audio/sample-rate",
-                arm,
-                PASS if ok else FAIL,
-                a.sample_rate,
-                f"== {params.sample_rate}",
-            )
-        )
+    ok = a.sample_rate == params.sample_rate
+    return CoverageCheck(
+        "audio/sample-rate", arm, PASS if ok else FAIL, a.sample_rate, f"== {params.sample_rate}"
+    )
 
+
+def _samples_cover(a: AudioInfo, params: CoverageParams, arm: str) -> CoverageCheck:
+    """Decoded samples in [expected, expected + padding tolerance] per channel."""
     exp_s = params.expected_seconds
     rate = params.sample_rate or a.sample_rate
     if exp_s is None:
-        out.append(
-            CoverageCheck(
-                "audio/samples-cover-duration",
-                arm,
-                NOT_FROZEN,
-                a.samples,
-                "plan media.num_frames and fps, or seconds",
-            )
+        return CoverageCheck(
+            "audio/samples-cover-duration",
+            arm,
+            NOT_FROZEN,
+            a.samples,
+            "plan media.num_frames and fps, or seconds",
         )
-    else:
-        lo = exp_s * rate
-        hi = lo + params.padding_tolerance_samples
-        ok = lo <= a.samples <= hi
-        detail = (
-            f"{params.expected_seconds_from} = {float(exp_s):.6g} s × {rate} Hz; "
-            f"{a.samples - float(lo):+.1f} samples against the expected"
-        )
-        out.append(
-            CoverageCheck(
-                "audio/samples-cover-duration",
-                arm,
-                PASS if ok else FAIL,
-                a.samples,
-                f"[{float(lo):.1f}, {float(hi):.1f}]",
-                detail,
-            )
-        )
+    lo = exp_s * rate
+    hi = lo + params.padding_tolerance_samples
+    ok = lo <= a.samples <= hi
+    detail = (
+        f"{params.expected_seconds_from} = {float(exp_s):.6g} s × {rate} Hz; "
+        f"{a.samples - float(lo):+.1f} samples against the expected"
+    )
+    return CoverageCheck(
+        "audio/samples-cover-duration",
+        arm,
+        PASS if ok else FAIL,
+        a.samples,
+        f"[{float(lo):.1f}, {float(hi):.1f}]",
+        detail,
+    )
 
+
+def _av_agree(
+    v: VideoInfo | None, a: AudioInfo, params: CoverageParams, arm: str
+) -> list[CoverageCheck]:
+    """Audio and video start (and end) within the A/V tolerance."""
+    out: list[CoverageCheck] = []
     tol = params.av_tolerance_s
     for name, vt, at in (
         ("av/start-agree", v.start_s if v else None, a.start_s),
@@ -255,3 +226,29 @@ def check_coverage(probe: MediaProbe, params: CoverageParams, arm: str) -> list[
             )
         )
     return out
+
+
+def check_coverage(probe: MediaProbe, params: CoverageParams, arm: str) -> list[CoverageCheck]:
+    """Check one arm's decoded media against the frozen plan.
+
+    Checks: ``video/frame-count``, ``audio/present``, ``audio/sample-rate``,
+    ``audio/samples-cover-duration``, ``av/start-agree``, ``av/end-agree``.
+    """
+    v, a = probe.video, probe.audio
+    out = [_frame_count(v, params, arm)]
+    if a is None:
+        audio_expected = params.sample_rate is not None
+        out.append(
+            CoverageCheck(
+                "audio/present",
+                arm,
+                FAIL if audio_expected else NOT_FROZEN,
+                None,
+                "an audio stream" if audio_expected else "plan media.audio_sample_rate",
+            )
+        )
+        return out
+    out.append(CoverageCheck("audio/present", arm, PASS, a.channels, "an audio stream"))
+    out.append(_sample_rate(a, params, arm))
+    out.append(_samples_cover(a, params, arm))
+    return out + _av_agree(v, a, params, arm)

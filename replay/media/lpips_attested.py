@@ -6,7 +6,7 @@ when downloaded (a cached file is loaded unchecked), and loads its linear
 layers with ``strict=False`` (a key mismatch silently leaves random layers).
 Here instead:
 
-1. both weight files are found in ``--scorer-weights DIR`` by the SHA-256
+1. both weight files are found in the weights directory by the SHA-256
    that the bundle's ``scorer.json`` records (names may differ), and read
    into memory, re-hashed, and only then given to
    ``torch.load(weights_only=True)``;
@@ -320,36 +320,27 @@ def _unattested(
     )
 
 
-def load_attested_lpips(  # noqa: C901, PLR0911, PLR0912, PLR0915 - a linear list of refusals
-    scorer: Mapping[str, Any] | None,
-    weights_dir: Path | None,
-    device: str = "cpu",
-    *,
-    jobs: int | None = None,
-) -> tuple[AttestedLpips | None, ScorerIdentity]:
-    """Build LPIPS from weights verified against ``scorer`` (the bundle's ``scorer.json``).
+class _Refused(Exception):
+    """A step of :func:`load_attested_lpips` refused the scorer: why, and the weights' state."""
 
-    Args:
-        scorer: the bundle's scorer identity (``name`` lpips, ``net`` alex,
-            ``version``, ``weights`` with roles ``backbone`` and ``linear``).
-        weights_dir: where to look for the weight files, by SHA-256.
-        device: ``cpu`` (default), ``cuda[:N]`` or ``npu[:N]``.
-        jobs: hashing threads.
+    def __init__(self, reason: str, uses: list[WeightUse]) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.uses = uses
 
-    Returns:
-        The scorer (None unless attested) and the identity used or refused,
-        with the reason.
+
+def _located(
+    scorer: Mapping[str, Any], weights_dir: Path | None, jobs: int | None
+) -> list[WeightUse]:
+    """The weight files ``scorer`` names, each found in ``weights_dir`` by SHA-256.
 
     Raises:
-        DeviceError: the requested device is not available (a usage error).
+        _Refused: an unsupported scorer, a role without weights, no directory, or a
+            file not found (or found with another digest).
     """
-    if scorer is None:
-        return _unattested(None, "the bundle has no scorer.json", [])
     name, net = scorer.get("name"), scorer.get("net", "alex")
     if name != "lpips" or net != "alex":
-        return _unattested(
-            scorer, f"scorer {name!r} net {net!r}: only lpips with net alex is supported", []
-        )
+        raise _Refused(f"scorer {name!r} net {net!r}: only lpips with net alex is supported", [])
     entries = [w for w in scorer.get("weights") or [] if isinstance(w, Mapping)]
     by_role = {str(w.get("role")): w for w in entries}
     uses = [
@@ -364,11 +355,9 @@ def load_attested_lpips(  # noqa: C901, PLR0911, PLR0912, PLR0915 - a linear lis
     ]
     missing_roles = [r for r in ("backbone", "linear") if r not in by_role]
     if missing_roles:
-        return _unattested(
-            scorer, f"scorer.json names no weights for role(s) {', '.join(missing_roles)}", uses
-        )
+        raise _Refused(f"scorer.json names no weights for role(s) {', '.join(missing_roles)}", uses)
     if weights_dir is None:
-        return _unattested(scorer, "no --scorer-weights directory was given", uses)
+        raise _Refused("no directory of scorer weight files was given", uses)
     refs = [ArtifactRef(u.recorded_file, u.sha256, u.recorded_bytes) for u in uses]
     locs = locate([u.sha256 for u in uses], refs, [Path(weights_dir)], jobs=jobs)
     uses = [
@@ -385,57 +374,43 @@ def load_attested_lpips(  # noqa: C901, PLR0911, PLR0912, PLR0915 - a linear lis
     ]
     bad = [u for u in uses if u.status != OK]
     if bad:
-        return _unattested(
-            scorer,
-            "weights not verified: " + "; ".join(f"{u.role} {u.status}" for u in bad),
-            uses,
+        raise _Refused(
+            "weights not verified: " + "; ".join(f"{u.role} {u.status}" for u in bad), uses
         )
-    try:
-        import lpips
-        import torch
-        import torchvision  # noqa: F401 - lpips builds AlexNet through it
-    except ImportError as exc:
-        return _unattested(
-            scorer,
-            f"the [lpips] extra is not installed ({exc.name}): pip install 'reprobundle[lpips]'",
-            uses,
-        )
-    versions: dict[str, Any] = {
-        "package_version": _version("lpips"),
-        "torch_version": str(torch.__version__),
-        "torchvision_version": _version("torchvision"),
-    }
-    want_version = scorer.get("version")
-    if want_version is not None and versions["package_version"] != str(want_version):
-        return _unattested(
-            scorer,
-            f"scorer.json records lpips {want_version}, lpips "
-            f"{versions['package_version']} is installed",
-            uses,
-            **versions,
-        )
-    dev = _resolve_device(torch, device)
+    return uses
 
+
+def _with(u: WeightUse, status: str, detail: str = "") -> WeightUse:
+    return WeightUse(**{**asdict(u), "status": status, "detail": detail or u.detail})
+
+
+def _state_dicts(torch: Any, uses: list[WeightUse]) -> dict[str, dict[str, Any]]:
+    """Each needed weight file re-read, re-hashed, and loaded with ``weights_only=True``.
+
+    ``uses`` is updated in place (``unused``, ``mismatch``, ``bad-layout``).
+
+    Raises:
+        _Refused: a file changed since it was hashed, does not unpickle as plain
+            tensors, or lacks (or adds) a key of the layout.
+    """
     state: dict[str, dict[str, Any]] = {}
     for i, u in enumerate(uses):
         if u.role not in ("backbone", "linear"):
-            uses[i] = WeightUse(**{**asdict(u), "status": "unused"})
+            uses[i] = _with(u, "unused")
             continue
         try:
             data = read_verified(Path(str(u.found_at)), u.sha256)
         except (OSError, IdentityError) as exc:
-            uses[i] = WeightUse(**{**asdict(u), "status": "mismatch", "detail": str(exc)})
-            return _unattested(scorer, f"{u.role}: {exc}", uses, **versions)
+            uses[i] = _with(u, "mismatch", str(exc))
+            raise _Refused(f"{u.role}: {exc}", uses) from exc
         try:
             sd = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
         except Exception as exc:  # any unpickling failure is a refusal
-            uses[i] = WeightUse(**{**asdict(u), "status": "bad-layout", "detail": str(exc)})
-            return _unattested(
-                scorer, f"{u.role}: not loadable with weights_only=True: {exc}", uses, **versions
-            )
+            uses[i] = _with(u, "bad-layout", str(exc))
+            raise _Refused(f"{u.role}: not loadable with weights_only=True: {exc}", uses) from exc
         if not isinstance(sd, Mapping) or not all(isinstance(k, str) for k in sd):
-            uses[i] = WeightUse(**{**asdict(u), "status": "bad-layout"})
-            return _unattested(scorer, f"{u.role}: not a state dict", uses, **versions)
+            uses[i] = _with(u, "bad-layout")
+            raise _Refused(f"{u.role}: not a state dict", uses)
         keys = set(sd)
         need, allowed = (
             (BACKBONE_KEYS, BACKBONE_KEYS | _BACKBONE_IGNORED)
@@ -445,10 +420,18 @@ def load_attested_lpips(  # noqa: C901, PLR0911, PLR0912, PLR0915 - a linear lis
         missing, extra = sorted(need - keys), sorted(keys - allowed)
         if missing or extra:
             detail = f"missing keys {missing[:5]}, unexpected keys {extra[:5]}"
-            uses[i] = WeightUse(**{**asdict(u), "status": "bad-layout", "detail": detail})
-            return _unattested(scorer, f"{u.role}: {detail}", uses, **versions)
+            uses[i] = _with(u, "bad-layout", detail)
+            raise _Refused(f"{u.role}: {detail}", uses)
         state[u.role] = dict(sd)
+    return state
 
+
+def _model(lpips: Any, state: dict[str, dict[str, Any]], uses: list[WeightUse]) -> Any:
+    """LPIPS built with no download and loaded from ``state`` with strict key checks.
+
+    Raises:
+        _Refused: the strict load failed (a shape or key mismatch).
+    """
     with _load_lock, _no_downloads(), warnings.catch_warnings():
         # lpips 0.1.4 passes torchvision's deprecated ``pretrained=`` argument;
         # with pnet_rand=True it means weights=None, which is what we want.
@@ -474,18 +457,79 @@ def load_attested_lpips(  # noqa: C901, PLR0911, PLR0912, PLR0915 - a linear lis
     except RuntimeError as exc:
         for i, u in enumerate(uses):
             if u.role in ("backbone", "linear"):
-                uses[i] = WeightUse(**{**asdict(u), "status": "bad-layout", "detail": str(exc)})
-        return _unattested(scorer, f"strict load failed: {exc}", uses, **versions)
+                uses[i] = _with(u, "bad-layout", str(exc))
+        raise _Refused(f"strict load failed: {exc}", uses) from exc
     model.eval()
     for p in model.parameters():
         p.requires_grad_(False)
+    return model
+
+
+def load_attested_lpips(
+    scorer: Mapping[str, Any] | None,
+    weights_dir: Path | None,
+    device: str = "cpu",
+    *,
+    jobs: int | None = None,
+) -> tuple[AttestedLpips | None, ScorerIdentity]:
+    """Build LPIPS from weights verified against ``scorer`` (the bundle's ``scorer.json``).
+
+    Args:
+        scorer: the bundle's scorer identity (``name`` lpips, ``net`` alex,
+            ``version``, ``weights`` with roles ``backbone`` and ``linear``).
+        weights_dir: where to look for the weight files, by SHA-256.
+        device: ``cpu`` (default), ``cuda[:N]`` or ``npu[:N]``.
+        jobs: hashing threads.
+
+    Returns:
+        The scorer (None unless attested) and the identity used or refused,
+        with the reason.
+
+    Raises:
+        DeviceError: the requested device is not available (a usage error).
+    """
+    if scorer is None:
+        return _unattested(None, "the bundle has no scorer.json", [])
+    try:
+        uses = _located(scorer, weights_dir, jobs)
+    except _Refused as r:
+        return _unattested(scorer, r.reason, r.uses)
+    try:
+        import lpips
+        import torch
+        import torchvision  # noqa: F401 - lpips builds AlexNet through it
+    except ImportError as exc:
+        return _unattested(
+            scorer,
+            f"the [lpips] extra is not installed ({exc.name}): pip install 'reprobundle[lpips]'",
+            uses,
+        )
+    versions: dict[str, Any] = {
+        "package_version": _version("lpips"),
+        "torch_version": str(torch.__version__),
+        "torchvision_version": _version("torchvision"),
+    }
+    want_version = scorer.get("version")
+    if want_version is not None and versions["package_version"] != str(want_version):
+        return _unattested(
+            scorer,
+            f"scorer.json records lpips {want_version}, lpips "
+            f"{versions['package_version']} is installed",
+            uses,
+            **versions,
+        )
+    dev = _resolve_device(torch, device)
+    try:
+        model = _model(lpips, _state_dicts(torch, uses), uses)
+    except _Refused as r:
+        return _unattested(scorer, r.reason, r.uses, **versions)
     model.to(dev)
     identity = ScorerIdentity(
         ATTESTED,
         "every weight verified by SHA-256 and loaded with strict key checks",
-        str(name),
+        str(scorer.get("name")),
         None if want_version is None else str(want_version),
-        str(net),
+        str(scorer.get("net", "alex")),
         package_version=versions["package_version"],
         torch_version=versions["torch_version"],
         torchvision_version=versions["torchvision_version"],

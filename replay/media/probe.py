@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -30,8 +30,10 @@ __all__ = [
     "MediaDecodeError",
     "MediaProbe",
     "MediaReader",
+    "MediaUnsupportedError",
     "VideoInfo",
     "YuvFrame",
+    "ffmpeg_reason",
     "prefetch",
     "probe",
 ]
@@ -45,7 +47,11 @@ _YUV420_8BIT = frozenset({"yuv420p", "yuvj420p"})
 
 
 class MediaDecodeError(Exception):
-    """The file cannot be decoded as the frozen definitions require (codec, pixel format)."""
+    """The file cannot be decoded: not a media container, or a packet FFmpeg rejects."""
+
+
+class MediaUnsupportedError(MediaDecodeError):
+    """The file decodes, but not as the frozen definitions need (pixel format, chroma)."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,177 @@ def _frac(x: Any) -> Fraction | None:
     return f if f > 0 else None
 
 
+def ffmpeg_reason(exc: BaseException) -> str:
+    """FFmpeg's reason for ``exc`` without the file name PyAV appends.
+
+    Decoding from memory, PyAV names the file ``'<none>'``; the caller names the
+    arm, request and file instead.
+    """
+    reason = getattr(exc, "strerror", None)
+    return str(reason) if reason else str(exc)
+
+
+class _VideoTrack:
+    """The first video stream's frames: counted, timed and (when asked) converted."""
+
+    def __init__(self, stream: Any, *, convert: bool, chroma: bool, threads: int) -> None:
+        self.stream = stream
+        self.convert = convert
+        self.chroma = chroma
+        stream.thread_type = "AUTO"
+        stream.thread_count = threads
+        self.count = 0
+        self.first: int | None = None
+        self.last: int | None = None
+        self.last_dur: int | None = None
+        self.fmt = ""
+
+    def add(self, frame: Any) -> YuvFrame | None:
+        """Account for ``frame``; its planes when converting."""
+        self.fmt = frame.format.name
+        if self.fmt not in _YUV420_8BIT:
+            raise MediaUnsupportedError(
+                f"pixel format {self.fmt}: the frozen definitions need 8-bit 4:2:0 (yuv420p)"
+            )
+        if self.first is None:
+            self.first = frame.pts
+        self.last = frame.pts
+        self.last_dur = frame.duration or None
+        idx = self.count
+        self.count += 1
+        if not self.convert:
+            return None
+        h = frame.height
+        arr: U8 = np.asarray(frame.to_ndarray(), dtype=np.uint8)
+        u: U8 | None = None
+        v: U8 | None = None
+        if self.chroma:
+            cw, ch = (frame.width + 1) // 2, (h + 1) // 2
+            rest = arr[h:].reshape(-1)
+            u = rest[: cw * ch].reshape(ch, cw)
+            v = rest[cw * ch : 2 * cw * ch].reshape(ch, cw)
+        return YuvFrame(idx, frame.pts, arr[:h], u, v)
+
+    def info(self) -> VideoInfo:
+        """What decoding established (timing from the decoded pts, never the header)."""
+        s = self.stream
+        tb = Fraction(s.time_base) if s.time_base else None
+        rate = _frac(s.average_rate) or _frac(s.guessed_rate)
+        start = end = None
+        if tb is not None and self.first is not None and self.last is not None:
+            start = float(self.first * tb)
+            dur: Fraction | None
+            if self.last_dur:
+                dur = self.last_dur * tb
+            elif rate:
+                dur = 1 / rate
+            else:
+                dur = None
+            end = float(self.last * tb + dur) if dur is not None else None
+        cc = s.codec_context
+        return VideoInfo(
+            codec=cc.name,
+            width=int(cc.width),
+            height=int(cc.height),
+            pix_fmt=self.fmt or str(cc.pix_fmt),
+            frames=self.count,
+            fps=float(rate) if rate else None,
+            time_base=str(tb),
+            start_s=start,
+            end_s=end,
+        )
+
+
+class _AudioTrack:
+    """The first audio stream's PCM as float32 planes, with its decoded span."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.chunks: list[F32] = []
+        self.count = 0
+        self.first: int | None = None
+        self.last_end: Fraction | None = None
+        self.tb: Fraction | None = None
+        self.resampler: Any = None
+
+    def _keep(self, frames: Iterable[Any]) -> None:
+        for cf in frames:
+            pcm = cf.to_ndarray().astype(np.float32, copy=False)
+            self.chunks.append(pcm)
+            self.count += pcm.shape[1]
+
+    def add(self, frame: Any) -> None:
+        """Keep ``frame``'s samples (resampled to planar float when they are not)."""
+        import av
+
+        if frame.format.name != "fltp" or frame.format.is_packed:
+            if self.resampler is None:
+                self.resampler = av.AudioResampler(
+                    format="fltp", layout=frame.layout.name, rate=frame.sample_rate
+                )
+            converted = list(self.resampler.resample(frame))
+        else:
+            converted = [frame]
+        ftb = frame.time_base
+        if frame.pts is not None and ftb is not None:
+            if self.first is None:
+                self.first = frame.pts
+                self.tb = Fraction(ftb)
+            self.last_end = Fraction(frame.pts) * Fraction(ftb) + Fraction(
+                frame.samples, frame.sample_rate
+            )
+        self._keep(converted)
+
+    def finish(self) -> tuple[AudioInfo, F32]:
+        """Flush the resampler; the stream's info and its PCM ``[channels, samples]``."""
+        if self.resampler is not None:
+            self._keep(self.resampler.resample(None) or [])
+        acc = self.stream.codec_context
+        channels = len(acc.layout.channels)
+        audio = (
+            np.concatenate(self.chunks, axis=1)
+            if self.chunks
+            else np.zeros((channels, 0), np.float32)
+        )
+        first, tb = self.first, self.tb
+        info = AudioInfo(
+            codec=acc.name,
+            sample_rate=int(acc.sample_rate),
+            channels=int(audio.shape[0]),
+            layout=acc.layout.name,
+            samples=int(self.count),
+            start_s=float(first * tb) if first is not None and tb is not None else None,
+            end_s=float(self.last_end) if self.last_end is not None else None,
+        )
+        return info, audio
+
+
+def _decoded_frames(container: Any, streams: list[Any]) -> Iterator[Any]:
+    """Every decoded frame of ``streams``; a failure names the packet and stream."""
+    import av
+
+    packets = container.demux(*streams)
+    n = 0
+    while True:
+        try:
+            packet = next(packets)
+        except StopIteration:
+            return
+        except av.FFmpegError as exc:
+            raise MediaDecodeError(
+                f"demuxing failed after {n} packet(s): {ffmpeg_reason(exc)}"
+            ) from exc
+        n += 1
+        try:
+            frames = packet.decode()
+        except av.FFmpegError as exc:
+            raise MediaDecodeError(
+                f"{packet.stream.type} packet {n} (pts {packet.pts}) does not decode: "
+                f"{ffmpeg_reason(exc)}"
+            ) from exc
+        yield from frames
+
+
 class MediaReader:
     """Decode one file in a single pass.
 
@@ -162,11 +339,12 @@ class MediaReader:
         assert self.result is not None
         return self.result
 
-    def frames(self) -> Iterator[YuvFrame]:  # noqa: C901, PLR0912, PLR0915 - one decode loop, kept whole
+    def frames(self) -> Iterator[YuvFrame]:
         """Yield every decoded video frame; fills :attr:`result` when exhausted.
 
         Raises:
-            MediaDecodeError: an unsupported pixel format, or a decode failure.
+            MediaUnsupportedError: a pixel format the definitions do not cover.
+            MediaDecodeError: the file cannot be opened, or a packet does not decode.
         """
         if self._done:
             raise RuntimeError("a MediaReader decodes once")
@@ -176,135 +354,34 @@ class MediaReader:
         try:
             container = _open(self._source)
         except (av.FFmpegError, OSError) as exc:
-            raise MediaDecodeError(f"cannot open: {exc}") from exc
+            raise MediaDecodeError(f"cannot open: {ffmpeg_reason(exc)}") from exc
         with container:
-            vstream = container.streams.video[0] if container.streams.video else None
-            astream = container.streams.audio[0] if container.streams.audio else None
-            streams = [s for s in (vstream, astream) if s is not None]
-            if vstream is not None:
-                vstream.thread_type = "AUTO"
-                vstream.thread_count = self._threads
-            v_count = 0
-            v_first: int | None = None
-            v_last: int | None = None
-            v_last_dur: int | None = None
-            v_fmt = ""
-            a_chunks: list[F32] = []
-            a_count = 0
-            a_first: int | None = None
-            a_last_end: Fraction | None = None
-            a_tb: Fraction | None = None
-            resampler: Any = None
+            vs = container.streams.video[0] if container.streams.video else None
+            as_ = container.streams.audio[0] if container.streams.audio else None
+            video = (
+                _VideoTrack(vs, convert=self._video, chroma=self._chroma, threads=self._threads)
+                if vs is not None
+                else None
+            )
+            audio = _AudioTrack(as_) if as_ is not None else None
             try:
-                for packet in container.demux(*streams):
-                    for frame in packet.decode():
-                        if isinstance(frame, av.VideoFrame):
-                            v_fmt = frame.format.name
-                            if v_fmt not in _YUV420_8BIT:
-                                raise MediaDecodeError(
-                                    f"pixel format {v_fmt}: the frozen definitions need "
-                                    "8-bit 4:2:0 (yuv420p)"
-                                )
-                            if v_first is None:
-                                v_first = frame.pts
-                            v_last = frame.pts
-                            v_last_dur = frame.duration or None
-                            idx = v_count
-                            v_count += 1
-                            if not self._video:
-                                continue
-                            h = frame.height
-                            arr: U8 = np.asarray(frame.to_ndarray(), dtype=np.uint8)
-                            y = arr[:h]
-                            u: U8 | None = None
-                            v: U8 | None = None
-                            if self._chroma:
-                                cw, ch = (frame.width + 1) // 2, (h + 1) // 2
-                                rest = arr[h:].reshape(-1)
-                                u = rest[: cw * ch].reshape(ch, cw)
-                                v = rest[cw * ch : 2 * cw * ch].reshape(ch, cw)
-                            yield YuvFrame(idx, frame.pts, y, u, v)
-                        elif isinstance(frame, av.AudioFrame):
-                            if frame.format.name != "fltp" or frame.format.is_packed:
-                                if resampler is None:
-                                    resampler = av.AudioResampler(
-                                        format="fltp",
-                                        layout=frame.layout.name,
-                                        rate=frame.sample_rate,
-                                    )
-                                converted = list(resampler.resample(frame))
-                            else:
-                                converted = [frame]
-                            ftb = frame.time_base
-                            if frame.pts is not None and ftb is not None:
-                                if a_first is None:
-                                    a_first = frame.pts
-                                    a_tb = Fraction(ftb)
-                                a_last_end = Fraction(frame.pts) * Fraction(ftb) + Fraction(
-                                    frame.samples, frame.sample_rate
-                                )
-                            for cf in converted:
-                                pcm = cf.to_ndarray().astype(np.float32, copy=False)
-                                a_chunks.append(pcm)
-                                a_count += pcm.shape[1]
-                if resampler is not None:
-                    for cf in resampler.resample(None) or []:
-                        pcm = cf.to_ndarray().astype(np.float32, copy=False)
-                        a_chunks.append(pcm)
-                        a_count += pcm.shape[1]
-            except av.FFmpegError as exc:
-                raise MediaDecodeError(f"decode failed: {exc}") from exc
-
-            video_info: VideoInfo | None = None
-            if vstream is not None:
-                tb = Fraction(vstream.time_base) if vstream.time_base else None
-                rate = _frac(vstream.average_rate) or _frac(vstream.guessed_rate)
-                start = end = None
-                if tb is not None and v_first is not None and v_last is not None:
-                    start = float(v_first * tb)
-                    dur: Fraction | None
-                    if v_last_dur:
-                        dur = v_last_dur * tb
-                    elif rate:
-                        dur = 1 / rate
-                    else:
-                        dur = None
-                    end = float(v_last * tb + dur) if dur is not None else None
-                cc = vstream.codec_context
-                video_info = VideoInfo(
-                    codec=cc.name,
-                    width=int(cc.width),
-                    height=int(cc.height),
-                    pix_fmt=v_fmt or str(cc.pix_fmt),
-                    frames=v_count,
-                    fps=float(rate) if rate else None,
-                    time_base=str(tb),
-                    start_s=start,
-                    end_s=end,
-                )
-            audio_info: AudioInfo | None = None
-            audio: F32 | None = None
-            if astream is not None:
-                acc = astream.codec_context
-                channels = len(acc.layout.channels)
-                audio = (
-                    np.concatenate(a_chunks, axis=1)
-                    if a_chunks
-                    else np.zeros((channels, 0), np.float32)
-                )
-                audio_info = AudioInfo(
-                    codec=acc.name,
-                    sample_rate=int(acc.sample_rate),
-                    channels=int(audio.shape[0]),
-                    layout=acc.layout.name,
-                    samples=int(a_count),
-                    start_s=float(a_first * a_tb)
-                    if a_first is not None and a_tb is not None
-                    else None,
-                    end_s=float(a_last_end) if a_last_end is not None else None,
-                )
+                for frame in _decoded_frames(container, [s for s in (vs, as_) if s is not None]):
+                    if video is not None and isinstance(frame, av.VideoFrame):
+                        yuv = video.add(frame)
+                        if yuv is not None:
+                            yield yuv
+                    elif audio is not None and isinstance(frame, av.AudioFrame):
+                        audio.add(frame)
+                audio_out = audio.finish() if audio is not None else None
+            except av.FFmpegError as exc:  # converting or resampling, after decoding
+                raise MediaDecodeError(f"decode failed: {ffmpeg_reason(exc)}") from exc
             self.result = DecodedMedia(
-                MediaProbe(container.format.name, video_info, audio_info), audio
+                MediaProbe(
+                    container.format.name,
+                    video.info() if video is not None else None,
+                    audio_out[0] if audio_out is not None else None,
+                ),
+                audio_out[1] if audio_out is not None else None,
             )
 
 

@@ -17,14 +17,31 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
+from bundler._internal.textsafe import json_safe, safe
 from bundler.errors import BundleError, CouldNotRunError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def emit_json(doc: Any) -> None:
-    """Print ``doc`` as indented, key-sorted JSON on stdout."""
-    click.echo(json.dumps(doc, indent=2, sort_keys=True, default=str, ensure_ascii=False))
+    """Print ``doc`` as indented, key-sorted JSON on stdout.
+
+    Control, bidi and other invisible characters inside strings (and the lone
+    surrogates of non-UTF-8 file names) are written as ``\\uXXXX`` escapes: the
+    same JSON, but nothing in it can move a terminal's cursor or fail to encode.
+    """
+    click.echo(
+        json_safe(json.dumps(doc, indent=2, sort_keys=True, default=str, ensure_ascii=False))
+    )
+
+
+def error_text(exc: BundleError) -> str:
+    """``exc`` as printed: the message, then one ``  - problem`` line each, all escaped.
+
+    Messages name files and bundle members, which may be hostile: a newline or
+    an escape sequence in one must not draw a line of its own.
+    """
+    return "\n".join([safe(exc.message), *(f"  - {safe(str(p))}" for p in exc.problems)])
 
 
 def fail(exc: BundleError, as_json: bool = False) -> NoReturn:
@@ -41,7 +58,7 @@ def fail(exc: BundleError, as_json: bool = False) -> NoReturn:
                 ],
             }
         )
-    click.echo(f"error: {exc}", err=True)
+    click.echo(f"error: {error_text(exc)}", err=True)
     sys.exit(exc.exit_code)
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import click
 
 from bundler import __version__
+from bundler._internal.textsafe import safe
 from bundler.errors import (
     EXIT_INTEGRITY,
     EXIT_OK,
@@ -121,8 +122,8 @@ def keygen(output: Path, passphrase_file: Path | None, force: bool, as_json: boo
                 }
             )
         else:
-            click.echo(f"private key: {kp.private_path}")
-            click.echo(f"public key:  {kp.public_path}")
+            click.echo(f"private key: {safe(str(kp.private_path))}")
+            click.echo(f"public key:  {safe(str(kp.public_path))}")
             click.echo(f"key id:      {kp.key_id}")
 
 
@@ -198,7 +199,10 @@ def seal(
         if as_json:
             emit_json({"ok": True, **res.__dict__})
             return
-        click.echo(f"sealed {res.campaign_id} -> {res.output} ({res.bundle_bytes:,} bytes)")
+        click.echo(
+            f"sealed {safe(res.campaign_id)} -> {safe(str(res.output))} "
+            f"({res.bundle_bytes:,} bytes)"
+        )
         click.echo(f"  sha256   {res.bundle_sha256}")
         click.echo(
             f"  members  {res.members}; rows: "
@@ -209,28 +213,50 @@ def seal(
         scrubbed = sum(r["count"] for r in res.sanitization)
         click.echo(f"  scrubbed {scrubbed} value(s) in {len(res.sanitization)} field(s)")
         for w in res.warnings:
-            click.echo(f"  warning: {w}", err=True)
+            click.echo(f"  warning: {safe(w)}", err=True)
         for f in res.findings:
             click.echo(
-                f"  warning: {f['member']} line {f['line']}: looks like a {f['rule']} "
+                f"  warning: {safe(f['member'])} line {f['line']}: looks like a {safe(f['rule'])} "
                 "(file carried verbatim, not scrubbed)",
                 err=True,
             )
         click.echo("  signers  " + (", ".join(res.signers) if res.signers else "none (unsigned)"))
 
 
+def verify_verdict(rep: Any) -> dict[str, Any]:
+    """``trusted`` and ``verdict`` of a verify report (added to its ``--json`` form).
+
+    ``verified`` only when nothing is wrong and a trusted key verified a
+    signature; ``untrusted`` when the bundle is intact but no trusted key
+    verified it (passes only with ``--allow-unsigned``: integrity only);
+    ``failed`` otherwise. The word VERIFIED is never the verdict of a bundle no
+    trusted key verified, whatever the flags.
+    """
+    trusted = not rep.problems and rep.signature_status == "verified"
+    verdict = "verified" if trusted else ("untrusted" if not rep.problems else "failed")
+    return {"trusted": trusted, "verdict": verdict}
+
+
+_HEADLINE = {
+    "verified": "VERIFIED",
+    "failed": "FAILED",
+    "untrusted": "UNTRUSTED (intact, but no trusted key verified a signature)",
+}
+
+
 def _print_verify(rep: Any) -> None:
     d = rep.to_dict()
     camp = d["campaign"]
-    click.echo(f"{d['path']}: {'VERIFIED' if d['ok'] else 'FAILED'}")
+    click.echo(f"{safe(d['path'])}: {_HEADLINE[verify_verdict(rep)['verdict']]}")
     if camp:
         click.echo(
-            f"  campaign   {camp.get('id')} ({camp.get('kind')}), format {d['format_version']}"
+            f"  campaign   {safe(camp.get('id'))} ({safe(camp.get('kind'))}), "
+            f"format {safe(d['format_version'])}"
         )
     click.echo(
         f"  signature  {d['signature_status']}"
         + (
-            " (accepted by --allow-unsigned: integrity only)"
+            " (accepted by --allow-unsigned: integrity only, signer not trusted)"
             if d["allow_unsigned"] and d["signature_status"] != "verified"
             else ""
         )
@@ -238,15 +264,15 @@ def _print_verify(rep: Any) -> None:
     for s in d["signatures"]:
         who = s["verified_by"] or "no trusted key"
         state = "valid" if s["valid"] else "not verified"
-        click.echo(f"    #{s['index']} hint {s['keyid_hint'] or '-'}: {state} ({who})")
+        click.echo(f"    #{s['index']} hint {safe(s['keyid_hint'] or '-')}: {state} ({who})")
     click.echo(f"  members    {len(d['members'])} listed")
     for e in d["external"]:
         click.echo(
-            f"  external   {e['status']:<10} {e['kind']:<7} {e['path']}"
-            + (f"  [{e['availability']}]" if e["status"] in ("external", "absent") else "")
+            f"  external   {e['status']:<10} {safe(e['kind']):<7} {safe(e['path'])}"
+            + (f"  [{safe(e['availability'])}]" if e["status"] in ("external", "absent") else "")
         )
     for p in rep.problems:
-        click.echo(f"  problem    {p}")
+        click.echo(f"  problem    {safe(str(p))}")
 
 
 @main.command(epilog=EXIT_HELP)
@@ -301,7 +327,7 @@ def verify(
         finally:
             bar.close()
         if as_json:
-            emit_json(rep.to_dict())
+            emit_json({**rep.to_dict(), **verify_verdict(rep)})
         else:
             _print_verify(rep)
         sys.exit(EXIT_OK if rep.ok else EXIT_INTEGRITY)
@@ -323,6 +349,23 @@ def _media_total(dirs: tuple[Path, ...]) -> int:
 )
 @click.option("--passphrase-file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
+    "--key-pub",
+    "trusted_paths",
+    type=click.Path(path_type=Path),
+    multiple=True,
+    help="Public key of a signer you trust (repeatable); one existing signature must verify.",
+)
+@click.option(
+    "--trusted-keys",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="File listing trusted keys: one PEM path or 'ssh-ed25519 ...' line each.",
+)
+@click.option(
+    "--force-adopt",
+    is_flag=True,
+    help="Sign although no trusted key verified an existing signature (you vouch for it).",
+)
+@click.option(
     "-o",
     "--output",
     type=click.Path(path_type=Path),
@@ -330,21 +373,57 @@ def _media_total(dirs: tuple[Path, ...]) -> int:
 )
 @json_option
 def sign(
-    bundle: Path, key_path: Path, passphrase_file: Path | None, output: Path | None, as_json: bool
+    bundle: Path,
+    key_path: Path,
+    passphrase_file: Path | None,
+    trusted_paths: tuple[Path, ...],
+    trusted_keys: Path | None,
+    force_adopt: bool,
+    output: Path | None,
+    as_json: bool,
 ) -> None:
-    """Add a countersignature to BUNDLE; no other member changes."""
+    """Add a countersignature to BUNDLE; no other member changes.
+
+    An existing signature must verify with a key given by --key-pub or
+    --trusted-keys; otherwise signing would adopt a bundle nobody you trust
+    signed, which takes --force-adopt (and is reported as an adoption).
+    """
     from bundler.keys import load_private_key
     from bundler.sign import countersign
 
     with cli_errors(as_json):
         pw = passphrase_file.read_bytes().rstrip(b"\r\n") if passphrase_file else None
-        res = countersign(bundle, load_private_key(key_path, pw), output)
+        res = countersign(
+            bundle,
+            load_private_key(key_path, pw),
+            output,
+            trusted=_load_keys(trusted_paths, trusted_keys),
+            force_adopt=force_adopt,
+        )
         if as_json:
             emit_json(
-                {"ok": True, "output": str(res.output), "added": res.added, "signers": res.signers}
+                {
+                    "ok": True,
+                    "output": str(res.output),
+                    "added": res.added,
+                    "signers": res.signers,
+                    "endorsed": res.endorsed,
+                    "adopted": res.adopted,
+                    "unverified": res.unverified,
+                }
             )
+            return
+        click.echo(
+            f"signed {safe(str(res.output))} as {res.added}; {len(res.signers)} signature(s)"
+        )
+        if res.endorsed:
+            click.echo(f"  countersigns a signature verified by {', '.join(res.endorsed)}")
         else:
-            click.echo(f"signed {res.output} as {res.added}; {len(res.signers)} signature(s)")
+            held = ", ".join(safe(u) for u in res.unverified) or "none: the bundle was unsigned"
+            click.echo(
+                "  ADOPTED (--force-adopt): no trusted key verified an existing signature "
+                f"(unverified: {held}); this signature vouches for the bundle by itself"
+            )
 
 
 @main.command(name="inspect", epilog=EXIT_HELP)
@@ -366,37 +445,47 @@ def inspect_cmd(bundle: Path, key_paths: tuple[Path, ...], as_json: bool) -> Non
         if as_json:
             emit_json(info)
             return
-        c = info["campaign"]
-        click.echo(f"{c['id']} ({c['kind']}): {c['title']}")
-        for a in c["arms"]:
-            click.echo(f"  arm {a['id']:<10} {a['role']:<9} commit {a['runtime_commit']}")
-        phases = ", ".join(
-            f"{k} {v}" for k, v in sorted(info["counts"]["receipts_by_phase"].items())
-        )
-        click.echo(f"  receipts   {info['tables'].get('receipts', 0)} ({phases})")
+        _print_inspect(info)
+
+
+def _print_inspect(info: dict[str, Any]) -> None:
+    # Everything here comes from the bundle, which inspect does not judge: escape it all.
+    c = info["campaign"]
+    click.echo(f"{safe(c['id'])} ({safe(c['kind'])}): {safe(c['title'])}")
+    for a in c["arms"]:
         click.echo(
-            f"  comparisons {info['counts']['comparisons']}, worker exits "
-            f"{info['counts']['worker_exits']}, claims {info['counts']['claims']}"
+            f"  arm {safe(a['id']):<10} {safe(a['role']):<9} commit {safe(a['runtime_commit'])}"
         )
-        for a in info["counts"]["attempts"]:
-            click.echo(
-                f"  attempt {a['attempt_id']}: {a['status']}"
-                + (f" ({a['reason']})" if a["reason"] else "")
-            )
-        click.echo(f"  signature  {info['signature_status']}")
-        for s in info["signers"]:
-            click.echo(
-                f"    signer {s['keyid_hint']}"
-                + (f" (verified by {s['verified_by']})" if s["verified_by"] else "")
-            )
-        click.echo(f"  members ({len(info['members'])}):")
-        for m in info["members"]:
-            click.echo(f"    {m['size']:>10,}  {m['role']:<8} {m['path']}")
-        click.echo(f"  external artifacts ({len(info['external'])}):")
-        for e in info["external"]:
-            click.echo(f"    {e['kind']:<7} {e['sha256'][:16]}  {e['path']}  [{e['availability']}]")
-        for p in info["problems"]:
-            click.echo(f"  problem: {p}")
+    phases = ", ".join(
+        f"{safe(k)} {v}" for k, v in sorted(info["counts"]["receipts_by_phase"].items())
+    )
+    click.echo(f"  receipts   {info['tables'].get('receipts', 0)} ({phases})")
+    click.echo(
+        f"  comparisons {info['counts']['comparisons']}, worker exits "
+        f"{info['counts']['worker_exits']}, claims {info['counts']['claims']}"
+    )
+    for a in info["counts"]["attempts"]:
+        click.echo(
+            f"  attempt {safe(a['attempt_id'])}: {safe(a['status'])}"
+            + (f" ({safe(a['reason'])})" if a["reason"] else "")
+        )
+    click.echo(f"  signature  {info['signature_status']}")
+    for s in info["signers"]:
+        click.echo(
+            f"    signer {safe(s['keyid_hint'])}"
+            + (f" (verified by {s['verified_by']})" if s["verified_by"] else "")
+        )
+    click.echo(f"  members ({len(info['members'])}):")
+    for m in info["members"]:
+        click.echo(f"    {m['size']:>10,}  {safe(m['role']):<8} {safe(m['path'])}")
+    click.echo(f"  external artifacts ({len(info['external'])}):")
+    for e in info["external"]:
+        click.echo(
+            f"    {safe(e['kind']):<7} {safe(e['sha256'])[:16]}  {safe(e['path'])}"
+            f"  [{safe(e['availability'])}]"
+        )
+    for p in info["problems"]:
+        click.echo(f"  problem: {safe(p)}")
 
 
 @main.command(name="lint-text", epilog=EXIT_HELP)
@@ -418,8 +507,9 @@ def lint_text_cmd(files: tuple[Path, ...], as_json: bool) -> None:
         else:
             for r in found:
                 click.echo(
-                    f"{r['file']}:{r['line']}:{r['column']}: closing keyword "
-                    f"{r['keyword']!r} before {r['reference']} ({r['text']!r}); cite "
+                    f"{safe(r['file'])}:{r['line']}:{r['column']}: closing keyword "
+                    f"{safe(repr(r['keyword']))} before {safe(r['reference'])} "
+                    f"({safe(repr(r['text']))}); cite "
                     "the source without it, e.g. 'vLLM-Omni PR 9241'"
                 )
             if not found:
@@ -427,29 +517,44 @@ def lint_text_cmd(files: tuple[Path, ...], as_json: bool) -> None:
         sys.exit(EXIT_INTEGRITY if found else EXIT_OK)
 
 
+def _verify_word(v: dict[str, Any]) -> str:
+    if not v["ok"]:
+        return "FAILED"
+    # ok without a trusted signature means --allow-unsigned accepted it: intact only.
+    return "ok" if v.get("trusted") else "intact, UNTRUSTED"
+
+
 def _print_inventory(rep: Any) -> None:
     d = rep.to_dict()
-    click.echo(f"{d['root']}: {'CONSISTENT' if d['ok'] else 'INCONSISTENT'}")
+    click.echo(f"{safe(d['root'])}: {'CONSISTENT' if d['ok'] else 'INCONSISTENT'}")
     for e in d["added"]:
-        click.echo(f"  registered  {e['path']} (id {e['id']}, kind {e['kind']})")
+        click.echo(f"  registered  {safe(e['path'])} (id {safe(e['id'])}, kind {safe(e['kind'])})")
+    for bad in d["invalid"]:
+        click.echo(f"  invalid     {safe(bad['path'])}: {safe(bad['problem'])} (not registered)")
     for name in d["unregistered"]:
-        click.echo(f"  unregistered {name} (run with --fix to register it)")
+        click.echo(f"  unregistered {safe(name)} (run with --fix to register it)")
     for name in d["missing"]:
-        click.echo(f"  missing     {name} (registered, not present)")
+        click.echo(f"  missing     {safe(name)} (registered, not present)")
     for m in d["mismatched"]:
-        click.echo(f"  mismatch    {m['path']}: registered {m['registered']}, now {m['actual']}")
+        click.echo(
+            f"  mismatch    {safe(m['path'])}: registered {safe(m['registered'])}, "
+            f"now {safe(m['actual'])}"
+        )
     for name in d["unclassified"]:
-        click.echo(f"  unclassified {name} (neither a bundle nor a campaign directory)")
+        click.echo(f"  unclassified {safe(name)} (neither a bundle nor a campaign directory)")
     for v in d["verify"]:
         click.echo(
-            f"  verify      {v['path']}: {'ok' if v['ok'] else 'FAILED'} "
+            f"  verify      {safe(v['path'])}: {_verify_word(v)} "
             f"(signature {v['signature_status']})"
         )
         for p in v["problems"]:
-            click.echo(f"                {p}")
+            click.echo(f"                {safe(p)}")
     for a in d["artifacts"]:
-        note = f"  [{a['availability']}]" if a["class"] == "external" else ""
-        click.echo(f"  artifact    {a['entry']}: {a['path']} -> {a['class']}{note}")
+        note = f"  [{safe(a['availability'])}]" if a["class"] == "external" else ""
+        detail = f" ({safe(a['detail'])})" if a.get("detail") else ""
+        click.echo(
+            f"  artifact    {safe(a['entry'])}: {safe(a['path'])} -> {a['class']}{detail}{note}"
+        )
 
 
 @main.command(epilog=EXIT_HELP)

@@ -1,7 +1,8 @@
 """``bundle plan check`` and ``bundle rerun`` (registered by ``reprobundle/cli/main.py``).
 
 Both parse, call one library function (:func:`bundler.plan_check.check_plan`,
-:func:`replay.rerun.runner.run_rerun`), and print text or ``--json``.
+:func:`replay.rerun.runner.run_rerun`), and print text or ``--json``. A bundle is
+opened once, through :func:`bundler.verified.open_verified`.
 """
 
 from __future__ import annotations
@@ -10,12 +11,18 @@ import json
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from bundler.errors import UsageError
 from reprobundle.cli.common import cli_errors, emit_json
+
+if TYPE_CHECKING:
+    from bundler.verified import VerifiedBundle
+    from replay.rerun.options import RerunEvent, RerunOptions
+    from replay.rerun.prepare import PreparedRerun
+    from replay.rerun.runner import RerunResult
 
 __all__ = ["PLAN_EXIT_HELP", "RERUN_EXIT_HELP", "plan_group", "rerun_command"]
 
@@ -41,22 +48,23 @@ _EXIT_REJECTED = 4
 
 
 def _load_plan(source: Path) -> tuple[str, dict[str, Any]]:
-    """The plan in a JSON file, or the plan in force inside a bundle."""
+    """The plan in a JSON file, or the plan in force inside a bundle.
+
+    A bundle is read through :func:`bundler.verified.open_verified`: any integrity
+    problem refuses it; an unsigned or untrusted one is accepted (checking a plan's
+    timeouts judges nothing the bundle claims).
+    """
     data = source.read_bytes()
     if data[:4] == b"\x28\xb5\x2f\xfd":  # zstd frame magic: a bundle
-        from bundler.verify import open_bundle
+        from bundler.verified import open_verified
 
-        opened = open_bundle(source, allow_unsigned=True)
-        if opened.report.problems:
-            from bundler.errors import IntegrityError
-
-            raise IntegrityError(f"{source}: the bundle does not verify", opened.report.problems)
-        campaign = opened.document("campaign.json") or {}
+        bundle = open_verified(source, allow_unsigned=True)
+        campaign = bundle.document("campaign.json") or {}
         name = str(campaign.get("plan", ""))
-        member = opened.members.get(name)
+        member = bundle.member_bytes(name)
         if member is None:
             raise UsageError(f"{source}: campaign.json names plan {name!r}, which is absent")
-        data = member.data
+        data = member
         label = f"{source}:{name}"
     else:
         label = str(source)
@@ -138,6 +146,19 @@ def plan_check_command(source: Path, reservation_used: float, strict: bool, as_j
         sys.exit(2 if failed else 0)
 
 
+def _open_bundle(bundle: Path, options: RerunOptions) -> VerifiedBundle:
+    """Open and verify BUNDLE once (``open_verified``), adding the trust options to a refusal."""
+    from bundler.errors import IntegrityError
+    from bundler.verified import open_verified
+
+    try:
+        return open_verified(bundle, trusted=options.trusted, allow_unsigned=options.allow_unsigned)
+    except IntegrityError as exc:
+        if exc.problems or type(exc) is not IntegrityError:
+            raise
+        raise IntegrityError(f"{exc.message}; give a trusted --key or --allow-unsigned") from exc
+
+
 def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
     out = {}
     for v in values:
@@ -148,7 +169,7 @@ def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
     return out
 
 
-def _print_dry_run(prep: Any) -> None:
+def _print_dry_run(prep: PreparedRerun) -> None:
     click.echo(
         f"frozen plan {prep.source.plan_name} of {prep.source.campaign.get('id')}: "
         f"{len(prep.schedule)} arm positions, {prep.total_requests} requests, api {prep.api}, "
@@ -177,6 +198,45 @@ def _print_dry_run(prep: Any) -> None:
         f"  plan check {status}: {len(prep.check.errors)} error(s), "
         f"{len(prep.check.warnings)} warning(s) (bundle plan check for details)"
     )
+
+
+def _show_dry_run(prep: PreparedRerun, as_json: bool) -> None:
+    if not as_json:
+        _print_dry_run(prep)
+        return
+    emit_json(
+        {
+            "ok": True,
+            "slots": [
+                {"arm": s.arm, "server": s.server, "requests": len(s.requests)}
+                for s in prep.schedule
+            ],
+            "launch": prep.launch_commands(),
+            "estimates": [e.__dict__ for e in prep.estimates],
+            "plan_check": prep.check.to_dict(),
+        }
+    )
+
+
+def _show_event(e: RerunEvent) -> None:
+    count = f"[{e.done}/{e.total}] " if e.total else ""
+    click.echo(f"{count}{e.kind}: {e.message}", err=True)
+
+
+def _show_result(result: RerunResult, as_json: bool) -> None:
+    if as_json:
+        emit_json({"ok": result.status == "accepted", **result.to_dict()})
+        return
+    click.echo(f"rerun {result.attempt_id} -> {result.out_dir}: {result.status.upper()}")
+    if result.reason:
+        click.echo(f"  reason   {result.reason}")
+    click.echo("  rows     " + ", ".join(f"{k} {v}" for k, v in result.counts.items()))
+    if result.status == "accepted":
+        click.echo(f"  next     bundle seal {result.out_dir} -o RERUN.bundle --key KEY")
+    else:
+        click.echo(
+            "  next     run again with the same --out to add an attempt; this one stays recorded"
+        )
 
 
 @click.command("rerun", epilog=RERUN_EXIT_HELP)
@@ -274,13 +334,7 @@ def rerun_command(
 ) -> None:
     """Execute BUNDLE's frozen plan against real servers; write a rerun campaign into --out."""
     from bundler.keys import load_public_key
-    from replay.rerun.runner import (
-        RerunControl,
-        RerunEvent,
-        RerunOptions,
-        prepare_rerun,
-        run_rerun,
-    )
+    from replay.rerun.runner import RerunControl, RerunOptions, prepare_rerun, run_rerun
 
     with cli_errors(as_json):
         if not key_paths and not allow_unsigned:
@@ -300,48 +354,16 @@ def rerun_command(
             trusted=[load_public_key(p) for p in key_paths],
             allow_unsigned=allow_unsigned,
         )
+        verified = _open_bundle(bundle, options)
         if dry_run:
-            prep = prepare_rerun(bundle, options)
-            if as_json:
-                emit_json(
-                    {
-                        "ok": True,
-                        "slots": [
-                            {"arm": s.arm, "server": s.server, "requests": len(s.requests)}
-                            for s in prep.schedule
-                        ],
-                        "launch": prep.launch_commands(),
-                        "estimates": [e.__dict__ for e in prep.estimates],
-                        "plan_check": prep.check.to_dict(),
-                    }
-                )
-            else:
-                _print_dry_run(prep)
+            _show_dry_run(prepare_rerun(verified, options), as_json)
             return
-
-        def show(e: RerunEvent) -> None:
-            count = f"[{e.done}/{e.total}] " if e.total else ""
-            click.echo(f"{count}{e.kind}: {e.message}", err=True)
-
         control = RerunControl()
         restore = control.install_signal_handlers()
         try:
-            result = run_rerun(bundle, out_dir, options, progress=show, control=control)
+            result = run_rerun(verified, out_dir, options, progress=_show_event, control=control)
         finally:
             restore()
-        if as_json:
-            emit_json({"ok": result.status == "accepted", **result.to_dict()})
-        else:
-            click.echo(f"rerun {result.attempt_id} -> {result.out_dir}: {result.status.upper()}")
-            if result.reason:
-                click.echo(f"  reason   {result.reason}")
-            click.echo("  rows     " + ", ".join(f"{k} {v}" for k, v in result.counts.items()))
-            if result.status == "accepted":
-                click.echo(f"  next     bundle seal {result.out_dir} -o RERUN.bundle --key KEY")
-            else:
-                click.echo(
-                    "  next     run again with the same --out to add an attempt; "
-                    "this one stays recorded"
-                )
+        _show_result(result, as_json)
         codes = {"accepted": 0, "rejected": _EXIT_REJECTED, "interrupted": 3}
         sys.exit(codes[result.status])

@@ -1,0 +1,142 @@
+"""Where each arm position's server is: a launch command from the plan, or a running endpoint.
+
+Everything here is resolved before any server is touched; :func:`check_endpoints`
+asks running endpoints for their runtime commit before anything is written.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bundler.errors import UsageError
+from replay.rerun.client import VideoClient, commit_matches
+from replay.rerun.launcher import LaunchError, expand_command
+from replay.rerun.options import RerunOptions
+from replay.rerun.schedule import SlotPlan
+
+__all__ = ["VERSION_TIMEOUT_S", "Target", "check_endpoints", "placeholders", "resolve_targets"]
+
+VERSION_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where one slot's server is: a URL, or a command to start it."""
+
+    url: str | None
+    argv_template: tuple[str, ...] | str | None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+def placeholders(sp: SlotPlan, port: str, host: str, plan: Mapping[str, Any]) -> dict[str, str]:
+    """The launch template's placeholder values for slot ``sp``."""
+    request = plan.get("request") if isinstance(plan, Mapping) else None
+    payload = request.get("payload") if isinstance(request, Mapping) else None
+    return {
+        "port": port,
+        "host": host,
+        "arm": sp.arm,
+        "server": sp.server,
+        "commit": sp.commit,
+        "python": sys.executable,
+        "model": str(payload.get("model", "")) if isinstance(payload, Mapping) else "",
+    }
+
+
+def _launch_target(
+    plan: Mapping[str, Any], sp: SlotPlan, options: RerunOptions
+) -> tuple[Target | None, str | None]:
+    launch = plan.get("launch")
+    launch = launch if isinstance(launch, Mapping) else {}
+    per_arm = launch.get(sp.arm)
+    per_arm = per_arm if isinstance(per_arm, Mapping) else {}
+    template = options.launch_command or per_arm.get("command") or launch.get("command")
+    if not template:
+        return None, f"no launch command for arm {sp.arm!r}"
+    if not isinstance(template, str | list):
+        return None, f"launch command of arm {sp.arm!r} must be a string or a list"
+    args = per_arm.get("args") or []
+    env = per_arm.get("env") or {}
+    if not isinstance(args, list) or not isinstance(env, Mapping):
+        return None, f"launch.{sp.arm}: args must be a list and env an object"
+    env_all = {**{str(k): str(v) for k, v in env.items()}, **options.env}
+    tmpl = template if isinstance(template, str) else tuple(str(t) for t in template)
+    try:
+        expand_command(tmpl, placeholders(sp, "0", options.host, plan), [str(a) for a in args])
+    except LaunchError as exc:
+        return None, f"arm {sp.arm!r}: {exc}"
+    return Target(None, tmpl, tuple(str(a) for a in args), env_all), None
+
+
+def resolve_targets(
+    plan: Mapping[str, Any], schedule: Sequence[SlotPlan], options: RerunOptions
+) -> tuple[Target, ...]:
+    """One target per slot, from ``--launch`` (the plan's templates) or ``--endpoint``.
+
+    Raises:
+        UsageError: both or neither mode, a slot with no target, or an endpoint name
+            that is neither a server nor an arm of the plan.
+    """
+    if options.launch == bool(options.endpoints):
+        raise UsageError("give either --launch or one --endpoint NAME=URL per arm or server")
+    out: list[Target] = []
+    problems: list[str] = []
+    for sp in schedule:
+        if options.launch:
+            target, err = _launch_target(plan, sp, options)
+        else:
+            url = options.endpoints.get(sp.server) or options.endpoints.get(sp.arm)
+            target, err = (
+                (Target(url, None), None) if url else (None, f"no endpoint for {sp.server}")
+            )
+        if err:
+            problems.append(err)
+        elif target is not None:
+            out.append(target)
+    if problems:
+        hint = (
+            "give --launch-command TEMPLATE or add launch.command to the plan"
+            if options.launch
+            else "give --endpoint SERVER=URL or --endpoint ARM=URL"
+        )
+        raise UsageError(f"cannot reach every server ({hint}): " + "; ".join(problems))
+    for name in options.endpoints:
+        if name not in {sp.server for sp in schedule} | {sp.arm for sp in schedule}:
+            raise UsageError(f"--endpoint {name}: neither a server nor an arm of the plan")
+    return tuple(out)
+
+
+def check_endpoints(
+    schedule: Sequence[SlotPlan], targets: Sequence[Target], options: RerunOptions
+) -> None:
+    """Ask every running endpoint for its runtime commit; refuse a mismatch before any run.
+
+    Raises:
+        UsageError: an endpoint reports another commit, or none without
+            ``allow_unverified_commit``.
+    """
+    problems = []
+    for sp, t in zip(schedule, targets, strict=True):
+        if t.url is None:
+            continue
+        rep = VideoClient(t.url).version(timeout=VERSION_TIMEOUT_S)
+        if rep.commit is not None and not commit_matches(rep.commit, sp.commit):
+            problems.append(f"{sp.server}: reports {rep.commit}, the arm's commit is {sp.commit}")
+        elif rep.commit is None and not options.allow_unverified_commit:
+            problems.append(
+                f"{sp.server}: reports no runtime commit ({rep.error or 'GET /version'})"
+            )
+    if problems:
+        raise UsageError(
+            "endpoint runtime check failed (nothing was run): "
+            + "; ".join(problems)
+            + (
+                ""
+                if options.allow_unverified_commit
+                else " (--allow-unverified-commit accepts a server that reports none)"
+            )
+        )
