@@ -120,7 +120,7 @@ def measure(n: int, fmt: str, work: Path, repeat: int) -> Row:
     shutil.rmtree(camp)
 
     def med(per_row: bool, k: int) -> float:
-        return statistics.median(r[k] for r in runs[per_row])
+        return statistics.median(float(r[k]) for r in runs[per_row])
 
     shas = {r[3] for rs in runs.values() for r in rs}
     return Row(
