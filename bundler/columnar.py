@@ -237,9 +237,13 @@ def _checked(
 
 def _text_ok(data: bytes) -> bool:
     """Whether Python's and Arrow's readers surely see the same lines and text."""
-    if not data or data.startswith(_BOM) or any(b in data for b in _OTHER_BREAKS):
+    if not data or data.startswith(_BOM):
         return False
-    if not data.isascii():
+    # Single bytes are memchr scans; the multi-byte breaks cannot occur in ASCII text.
+    ascii_only = data.isascii()
+    if any(b in data for b in _OTHER_BREAKS if len(b) == 1 or not ascii_only):
+        return False
+    if not ascii_only:
         try:
             data.decode("utf-8")
         except UnicodeDecodeError:
@@ -247,16 +251,24 @@ def _text_ok(data: bytes) -> bool:
     return not (b"\\u" in data and _SURROGATE_ESCAPE.search(data))
 
 
+def _has_blank_line(data: bytes) -> bool:
+    """Whether some line is empty or only blanks (cheap byte scans first; regex if needed)."""
+    if data.startswith(b"\n") or b"\n\n" in data:
+        return True
+    if b"\n " in data or b"\n\t" in data or data.startswith((b" ", b"\t")):
+        return _BLANK_LINE.search(data) is not None
+    return False
+
+
 def _read_jsonl(
     data: bytes, plan: dict[str, tuple[dict[str, Any], list[str], bool]]
 ) -> ColumnTable | None:
     # One object per line, no blank lines: then row i is line i + 1, as the per-row path counts.
-    if _BLANK_LINE.search(data) or _TWO_OBJECTS.search(data):
+    if _has_blank_line(data) or (b"}" in data and _TWO_OBJECTS.search(data)):
         return None
-    body = data[:-1] if data.endswith(b"\n") else data
-    if not body.strip(b" \t").endswith(b"}"):
+    if not data.rstrip(b" \t\n").endswith(b"}"):
         return None
-    lines = body.count(b"\n") + 1
+    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
     schema = pa.schema([(f, _read_type(k)) for f, (_, k, _) in plan.items()])
     table = pjson.read_json(
         cast(Any, pa.BufferReader(data)),
