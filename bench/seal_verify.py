@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import logging
 import math
@@ -717,10 +718,31 @@ def _source_state() -> str:
     return f"{__version__} ({head}{'+dirty' if dirty else ''})"
 
 
+# Optional peers: each row is skipped, saying what to install, when its tool is missing.
+PEER_INSTALL = {
+    "bagit": "pip install -e '.[bench]'  (bagit-python, the `bench` extra)",
+    "sha256sum": "apt-get install coreutils  (GNU sha256sum on PATH)",
+}
+
+
+def missing_peers() -> dict[str, str]:
+    """Peer tools this machine lacks, each with what to install."""
+    missing = {}
+    if importlib.util.find_spec("bagit") is None:
+        missing["bagit"] = PEER_INSTALL["bagit"]
+    if shutil.which("sha256sum") is None:
+        missing["sha256sum"] = PEER_INSTALL["sha256sum"]
+    return missing
+
+
 def environment() -> dict[str, Any]:
     """Machine and tool versions, printed with the figures."""
-    import bagit
+    try:
+        import bagit
 
+        bagit_version = bagit.VERSION
+    except ImportError:
+        bagit_version = "not installed"
     cpu = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
@@ -729,16 +751,19 @@ def environment() -> dict[str, Any]:
                 break
     except OSError:
         pass
-    sha = subprocess.run(
-        ["sha256sum", "--version"], capture_output=True, text=True, check=False
-    ).stdout.splitlines()
+    try:
+        sha = subprocess.run(
+            ["sha256sum", "--version"], capture_output=True, text=True, check=False
+        ).stdout.splitlines()
+    except OSError:
+        sha = ["not installed"]
     return {
         "reprobundle": _source_state(),
         "cpu": cpu,
         "cores": len(os.sched_getaffinity(0)),
         "python": platform.python_version(),
         "openssl": ssl.OPENSSL_VERSION,
-        "bagit": bagit.VERSION,
+        "bagit": bagit_version,
         "sha256sum": sha[0] if sha else "?",
         "platform": platform.platform(),
     }
@@ -783,7 +808,7 @@ def summarize(bench: Bench) -> dict[str, Any]:
     nbytes = bench.layout.media_bytes
     rows: list[dict[str, Any]] = []
     plain = ["hashlib1", "hashlib2", "sha256sum", "bag_make1", "bag_make2", "bag_val1", "bag_val2"]
-    for key in plain:
+    for key in (k for k in plain if k in s):  # a missing peer's rows were skipped
         rows.append(_row(key, s[key].tool, s[key].seconds, s[key].bytes_hashed, ref, x=s[key]))
     for cmd in ("seal", "verify"):
         whole, none, phase = s[cmd], s[f"{cmd}0"], s[f"{cmd}_phase"]
@@ -878,6 +903,8 @@ def print_table(result: dict[str, Any]) -> None:
             f"{r['tool']:<46} {r['seconds']:>8.2f} {span:>12} {_fmt(r['MBps'], ',.0f'):>7} "
             f"{ratio:>13} {_fmt(r['cpu_seconds'], '.2f'):>6} {rss:>9} {others:>6}"
         )
+    for tool, how in result.get("skipped", {}).items():
+        print(f"{tool + ' (skipped: not installed)':<46} install with: {how}")
     sm = result["summary"]
     print()
     print(
@@ -957,6 +984,9 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     warm_bytes, warm_s = warm_cache(layout.paths())
     note(f"page cache warmed: {warm_bytes:,} bytes read in {warm_s:.2f} s")
     bench = Bench(layout, work)
+    missing = missing_peers()
+    for tool, how in missing.items():
+        note(f"{tool} is not installed: its rows are skipped (to include them: {how})")
     steps: list[tuple[str, Callable[[], None]]] = [
         ("hashlib, 1 process", lambda: bench.step_hashlib(1)),
         ("hashlib, 2 processes", lambda: bench.step_hashlib(2)),
@@ -966,6 +996,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         ("bundle seal/verify", bench.step_seal_verify),
         ("seal/verify hashing phase", bench.step_phase),
     ]
+    steps = [(label, f) for label, f in steps if label.split(",")[0] not in missing]
     # Interleaved rounds: a slow drift of the machine spreads over every tool alike.
     for i in range(args.repeat):
         for label, step in steps:
@@ -989,6 +1020,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             "warm_seconds": warm_s,
         },
         "summary": summarize(bench),
+        "skipped": missing,
     }
     if args.rss_check:
         note("rss check: seal and verify with half the media")

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 from bundler._internal.schemas import document_errors
 from bundler._internal.textsafe import has_unsafe, safe, unsafe_chars
 from bundler._internal.timefmt import RFC3339
+from bundler.columnar import ColumnTable, read_columnar
 from bundler.container import member_name_problem
 from bundler.errors import Problem
 from bundler.tables import (
@@ -67,6 +68,9 @@ class Campaign:
     logs: dict[str, bytes] = field(default_factory=dict)
     files: dict[str, bytes] = field(default_factory=dict)
     row_labels: dict[int, str] = field(default_factory=dict)
+    columns: dict[str, ColumnTable] = field(default_factory=dict)
+    """Tables read column-wise (``load_campaign(columnar=True)``); their ``tables`` entry is
+    empty."""
 
     def label(self, row: dict[str, Any]) -> str:
         """Where ``row`` came from in its file (``line N`` or ``#N``)."""
@@ -355,8 +359,14 @@ def _walk(root: Path, problems: list[Problem]) -> list[str]:
     return sorted(out)
 
 
-def load_campaign(root: Path) -> tuple[Campaign, list[Problem]]:
-    """Read and check the campaign at ``root``; return it with every problem found."""
+def load_campaign(root: Path, *, columnar: bool = False) -> tuple[Campaign, list[Problem]]:
+    """Read and check the campaign at ``root``; return it with every problem found.
+
+    With ``columnar``, a large table that passes the column-wise checks
+    (:mod:`bundler.columnar`) is kept as Arrow columns in ``Campaign.columns``
+    instead of row dicts; any other table, and any table with a problem, is
+    read row by row.
+    """
     problems: list[Problem] = []
     if not root.is_dir():
         return Campaign(root, {}), [Problem(str(root), None, None, "not a directory")]
@@ -377,7 +387,7 @@ def load_campaign(root: Path) -> tuple[Campaign, list[Problem]]:
             problems.append(Problem("campaign.json", None, *bad))
 
     claimed = {"campaign.json"}
-    _load_tables(root, rels, camp, claimed, problems)
+    _load_tables(root, rels, camp, claimed, problems, columnar)
     _load_plans(root, rels, camp, claimed, problems)
     if "scorer.json" in rels:
         claimed.add("scorer.json")
@@ -405,8 +415,13 @@ def load_campaign(root: Path) -> tuple[Campaign, list[Problem]]:
     return camp, problems
 
 
-def _load_tables(
-    root: Path, rels: list[str], camp: Campaign, claimed: set[str], problems: list[Problem]
+def _load_tables(  # noqa: PLR0917
+    root: Path,
+    rels: list[str],
+    camp: Campaign,
+    claimed: set[str],
+    problems: list[Problem],
+    columnar: bool,
 ) -> None:
     for name in TABLE_NAMES:
         found = [f"{name}{ext}" for ext in _TABLE_EXTS if f"{name}{ext}" in rels]
@@ -419,6 +434,11 @@ def _load_tables(
             continue
         rel = found[0]
         claimed.update(found)
+        if columnar and (ct := read_columnar(root / rel, name)) is not None:
+            camp.tables[name] = []
+            camp.columns[name] = ct
+            camp.table_files[name] = rel
+            continue
         pairs = _read_table_rows(root / rel, rel, name, problems)
         labels = [label for label, _ in pairs]
         rows = [row for _, row in pairs]
@@ -469,6 +489,19 @@ def _ids(rows: list[dict[str, Any]], key: str) -> list[str]:
 
 def _unique(camp: Campaign, table: str, key: str) -> list[Problem]:
     rel = camp.table_files.get(table, table)
+    if (ct := camp.columns.get(table)) is not None:
+        col = ct.column(key)
+        vc: Any = pc.value_counts(col)
+        dups = pc.filter(
+            vc.field("values"), pc.greater(vc.field("counts"), pa.scalar(1, pa.int64()))
+        )
+        if len(dups) == 0:
+            return []
+        hits = np.flatnonzero(pc.is_in(col, value_set=dups).to_numpy(zero_copy_only=False))
+        return [
+            Problem(rel, ct.label(i), key, f"duplicate {key} {col[i].as_py()!r}")
+            for i in hits.tolist()
+        ]
     counts = Counter(_ids(camp.tables.get(table, []), key))
     out = []
     for r in camp.tables.get(table, []):
@@ -480,6 +513,15 @@ def _unique(camp: Campaign, table: str, key: str) -> list[Problem]:
 
 def _refs(camp: Campaign, table: str, key: str, allowed: set[Any], what: str) -> list[Problem]:
     rel = camp.table_files.get(table, table)
+    if (ct := camp.columns.get(table)) is not None:
+        col = ct.column(key)
+        known = pa.array(sorted(v for v in allowed if isinstance(v, str)), pa.string())
+        bad = pc.and_(pc.is_valid(col), pc.invert(pc.is_in(col, value_set=known)))
+        hits = np.flatnonzero(bad.to_numpy(zero_copy_only=False))
+        return [
+            Problem(rel, ct.label(i), key, f"{col[i].as_py()!r} is not a known {what}")
+            for i in hits.tolist()
+        ]
     return [
         Problem(rel, camp.label(r), key, f"{r[key]!r} is not a known {what}")
         for r in camp.tables.get(table, [])
@@ -531,7 +573,7 @@ def _cross_checks(camp: Campaign) -> list[Problem]:
         out += _refs(camp, t, "attempt_id", attempts, "attempt (attempts table)")
     for t in ("receipts", "worker_exits", "telemetry"):
         out += _refs(camp, t, "arm", arms, "arm (campaign.json arms)")
-    requests = set(_ids(camp.tables.get("receipts", []), "request_id"))
+    requests = _request_ids(camp)
     for k in ("baseline_request_id", "candidate_request_id"):
         out += _refs(camp, "comparisons", k, requests, "request (receipts table)")
     out += _order_checks(camp)
@@ -553,6 +595,23 @@ def _cross_checks(camp: Campaign) -> list[Problem]:
     return out
 
 
+def _request_ids(camp: Campaign) -> set[str]:
+    """The receipts' request ids that comparisons refer to (all of them, per row)."""
+    ct = camp.columns.get("receipts")
+    if ct is None:
+        return set(_ids(camp.tables.get("receipts", []), "request_id"))
+    # A million ids as a Python set costs more than asking Arrow about the few referenced.
+    wanted = {
+        v
+        for c in camp.tables.get("comparisons", [])
+        for k in ("baseline_request_id", "candidate_request_id")
+        if isinstance(v := c.get(k), str)
+    }
+    probe = pa.array(sorted(wanted), pa.string())
+    found = pc.is_in(probe, value_set=ct.column("request_id"))
+    return {v for v in pc.filter(probe, found).to_pylist() if isinstance(v, str)}
+
+
 def _valid_ns(values: list[Any]) -> pa.Array[Any]:
     """Timestamps in bulk; values that are not storable RFC 3339 become null."""
     strings = [v if isinstance(v, str) and RFC3339.match(v) else None for v in values]
@@ -564,6 +623,15 @@ def _valid_ns(values: list[Any]) -> pa.Array[Any]:
 
 def _order_checks(camp: Campaign) -> list[Problem]:
     """Receipts that end before they start (both timestamps valid)."""
+    rel = camp.table_files.get("receipts", "receipts")
+    if (ct := camp.columns.get("receipts")) is not None:
+        # Both columns passed the column checks: valid, non-null timestamps.
+        s0 = np.asarray(ct.column("start").cast(pa.int64()))
+        e0 = np.asarray(ct.column("end").cast(pa.int64()))
+        return [
+            Problem(rel, ct.label(i), "end", "ends before it starts")
+            for i in np.flatnonzero(e0 < s0).tolist()
+        ]
     rows = camp.tables.get("receipts", [])
 
     # A missing or malformed timestamp (null here) is reported by the row check already.
@@ -573,7 +641,6 @@ def _order_checks(camp: Campaign) -> list[Problem]:
     s = np.asarray(starts.fill_null(0))
     e = np.asarray(ends.fill_null(0))
     bad = known & (e < s)
-    rel = camp.table_files.get("receipts", "receipts")
     return [
         Problem(rel, camp.label(rows[i]), "end", "ends before it starts") for i in bad.nonzero()[0]
     ]

@@ -50,6 +50,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 __all__ = [
     "CREDENTIAL_RULES",
     "REDACTED",
@@ -181,6 +185,11 @@ _ANY = re.compile(
     r"|\.(?:" + "|".join(sorted(_SUFFIXES, key=lambda s: (-len(s), s))) + r")(?![A-Za-z0-9_-])",
     re.IGNORECASE,
 )
+# The same prefilter for RE2 (pyarrow.compute), without the look-ahead RE2 lacks: it matches
+# wherever _ANY does, and more. Used on ASCII text only, where RE2's and Python's \d, \w and
+# case folding agree.
+_ANY_RE2 = _ANY.pattern.removesuffix("(?![A-Za-z0-9_-])")
+assert _ANY.pattern != _ANY_RE2
 
 # --- secret names ------------------------------------------------------------------------------
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -249,6 +258,7 @@ class Sanitizer:
         # but a word character ("rack-node7", "node7-ib0" and "x.node7" are scrubbed, "node70"
         # is not) and never inside our own placeholders ("<host-1>", "/home/<user>").
         ordered = sorted(names, key=lambda h: (-len(h), h))
+        self._hosts_re2 = "|".join(map(re.escape, ordered))
         self._named = (
             re.compile(r"(?<![\w<])(?:" + "|".join(map(re.escape, ordered)) + r")(?![\w>])")
             if ordered
@@ -442,6 +452,43 @@ class Sanitizer:
                 self.counts[(member, field, rule)] += n - 1  # ... and the other n - 1
             mapping[text] = out
         return [None if v is None else mapping[v] for v in values]
+
+    def scrub_arrow(self, arr: pa.Array[Any], member: str, field: str) -> pa.Array[Any]:
+        """:meth:`scrub_column` for an Arrow string array: same output, same counts, pseudonyms
+        assigned in the same order.
+
+        Each distinct string is looked at once, in order of first appearance; an
+        RE2 prefilter over the distinct values (a superset of what any rule
+        matches) picks the few that go through the Python rules, the rest are
+        unchanged by construction.
+        """
+        if is_secret_name(field.rsplit(".", 1)[-1]):
+            return pa.array(self.scrub_column(arr.to_pylist(), member, field), pa.string())
+        enc: Any = pc.dictionary_encode(arr)
+        uniques, indices = enc.dictionary, enc.indices
+        if len(uniques) == 0:
+            return arr
+        pattern = _ANY_RE2 + (f"|{self._hosts_re2}" if self._hosts_re2 else "")
+        needs = pc.or_(
+            pc.invert(pc.string_is_ascii(uniques)),
+            pc.match_substring_regex(uniques, pattern, ignore_case=True),
+        )
+        picked = np.flatnonzero(needs.to_numpy(zero_copy_only=False))
+        if len(picked) == 0:
+            return arr
+        counts = np.bincount(indices.drop_null().to_numpy(), minlength=len(uniques))
+        texts = [uniques[i].as_py() for i in picked.tolist()]
+        out = uniques.to_pylist()
+        changed = False
+        for i, text in zip(picked.tolist(), texts, strict=True):
+            new = self.scrub(text, member, field)  # counts one occurrence ...
+            for rule in self._cache[text][1]:
+                self.counts[(member, field, rule)] += int(counts[i]) - 1  # ... and the rest
+            changed = changed or new != text
+            out[i] = new
+        if not changed:
+            return arr
+        return pc.take(pa.array(out, pa.string()), indices)
 
     def scrub_key(self, key: str, member: str, field: str) -> str:
         """An object key scrubbed like a value (a per-host map keyed by addresses, say)."""

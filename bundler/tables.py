@@ -34,6 +34,7 @@ __all__ = [
     "check_rows",
     "datetime_problem",
     "rows_to_table",
+    "scrubbable",
     "table_schema",
     "timestamps_ns",
 ]
@@ -322,14 +323,15 @@ def check_rows(name: str, rows: Sequence[dict[str, Any]]) -> list[RowError]:
     return errors
 
 
-def timestamps_ns(values: Sequence[str | None]) -> pa.Array[Any]:
+def timestamps_ns(values: Sequence[str | None] | pa.Array[Any]) -> pa.Array[Any]:
     """RFC 3339 strings (already checked) to a ``timestamp[ns, UTC]`` array, in bulk.
 
     Arrow's ISO 8601 cast does the parsing in C; it wants upper-case ``T``/``Z``,
     which RFC 3339 lets authors write in lower case. ``tests/test_tables.py``
     checks it against :func:`parse_rfc3339_ns` with Hypothesis.
     """
-    arr = pc.utf8_upper(pa.array(values, type=pa.string()))
+    text = values if isinstance(values, pa.Array) else pa.array(values, type=pa.string())
+    arr = pc.utf8_upper(text)
     return arr.cast(pa.timestamp("ns", tz="UTC"))
 
 
@@ -370,7 +372,7 @@ def rows_to_table(
         if pa.types.is_timestamp(f.type):
             arrays.append(timestamps_ns(values))
             continue
-        if scrub is not None and _scrubbable(props[f.name]):
+        if scrub is not None and scrubbable(props[f.name]):
             values = scrub(f.name, values)
         conv = _converter(props[f.name], f.type)
         arrays.append(pa.array([conv(v) for v in values], type=f.type))
@@ -385,7 +387,8 @@ def rows_to_table(
     return pa.Table.from_arrays(arrays, schema=asch)
 
 
-def _scrubbable(prop: dict[str, Any]) -> bool:
+def scrubbable(prop: dict[str, Any]) -> bool:
+    """Whether the sanitizer sees a field (strings and objects, not timestamps or digests)."""
     if prop.get("format") == "date-time" or "0-9a-f]{64}" in prop.get("pattern", ""):
         return False
     kinds = _types(prop)

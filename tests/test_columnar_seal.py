@@ -1,0 +1,351 @@
+"""Columnar seal (issue 11 item 5): same bytes as the per-row path, same located errors.
+
+Every comparison here runs both real paths: ``load_campaign(columnar=True)`` /
+``seal_campaign`` as shipped, and the per-row path forced with
+``REPROBUNDLE_SEAL_PER_ROW=1``. The per-row path is the reference (it is what
+sealed every bundle before, and the checked-in vectors pin its bytes).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bundler.campaign import load_campaign
+from bundler.columnar import PER_ROW_ENV, read_columnar
+from bundler.errors import CampaignError
+from bundler.sanitize import _ANY_RE2, Sanitizer
+from bundler.seal import seal_campaign
+from tests.campaign_builder import receipts, write_campaign
+
+FIELDS = (
+    "request_id",
+    "attempt_id",
+    "arm",
+    "server",
+    "phase",
+    "seq",
+    "start",
+    "end",
+    "e2e_s",
+    "status",
+    "timeout_level",
+    "http_status",
+    "output_sha256",
+    "error",
+)
+SECRETS = (
+    "10.0.0.7",
+    "fe80::1",
+    "Bearer abcdefghijklmnop",
+    "token=hunter2hunter2",
+    "/home/alice/run",
+    "sk-abcdefghijklmnopqrstuv",
+    "https://user:pw@example.com/x",
+    "gpu-node7.internal",
+    "api.example.com",
+    "AKIAABCDEFGHIJKLMNOP",
+    "ＡＫＩＡ",
+    "ǅ",
+    "Straße 10.0.0.8",
+)
+
+
+@contextmanager
+def _per_row(on: bool) -> Iterator[None]:
+    old = os.environ.get(PER_ROW_ENV)
+    if on:
+        os.environ[PER_ROW_ENV] = "1"
+    else:
+        os.environ.pop(PER_ROW_ENV, None)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(PER_ROW_ENV, None)
+        else:
+            os.environ[PER_ROW_ENV] = old
+
+
+def _seal(camp: Path, out: Path, per_row: bool) -> bytes | list[Any]:
+    """The bundle's bytes, or the problems (file, record, field, message) if refused."""
+    out.unlink(missing_ok=True)
+    with _per_row(per_row):
+        try:
+            seal_campaign(camp, out, force=True)
+        except CampaignError as exc:
+            assert not out.exists()
+            return [(p.where, p.record, p.field, p.message) for p in exc.problems]
+    return out.read_bytes()
+
+
+def _both(camp: Path) -> tuple[bytes | list[Any], bytes | list[Any]]:
+    col = _seal(camp, camp.parent / "col.bundle", per_row=False)
+    row = _seal(camp, camp.parent / "row.bundle", per_row=True)
+    return col, row
+
+
+def _csv(rows: list[dict[str, Any]]) -> str:
+    buf = io.StringIO()
+    cols = [f for f in FIELDS if any(f in r for r in rows)]
+    w = csv.DictWriter(buf, cols, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: repr(v) if type(v) is float else v for k, v in r.items()})
+    return buf.getvalue()
+
+
+def _jsonl(rows: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+
+
+def _campaign(root: Path, name: str, text: str) -> Path:
+    """The mini campaign with its receipts replaced by ``text`` in file ``name``."""
+    camp = write_campaign(root, **{"receipts.jsonl": None})
+    (camp / name).write_bytes(text.encode("utf-8"))
+    return camp
+
+
+# --- generated receipts -------------------------------------------------------------------------
+
+_text = st.one_of(
+    st.text(min_size=1, max_size=12),
+    st.sampled_from(SECRETS),
+    st.builds(lambda a, b: f"{a} {b}", st.sampled_from(SECRETS), st.text(max_size=6)),
+)
+
+
+@st.composite
+def _timestamp(draw: st.DrawFn) -> str:
+    sec = draw(st.integers(0, 59))
+    frac = draw(st.sampled_from(["", ".5", ".123456789", ".000001"]))
+    sep = draw(st.sampled_from(["T", "t", " "]))
+    off = draw(st.sampled_from(["Z", "z", "+01:00", "-05:30"]))
+    return (
+        f"2026-03-0{draw(st.integers(1, 9))}{sep}1{draw(st.integers(0, 9))}:00:{sec:02d}{frac}{off}"
+    )
+
+
+@st.composite
+def _row(draw: st.DrawFn, i: int) -> dict[str, Any]:
+    start = draw(_timestamp())
+    row: dict[str, Any] = {
+        "request_id": f"r{i}-{draw(_text)}",
+        "attempt_id": draw(st.sampled_from(["a1", "a2"])),
+        "arm": draw(st.sampled_from(["baseline", "candidate"])),
+        "server": draw(_text),
+        "phase": draw(st.sampled_from(["warmup", "measured", "quality"])),
+        "seq": draw(st.one_of(st.integers(0, 9), st.integers(2**53, 2**63 - 1))),
+        "start": start,
+        "end": start,
+        "e2e_s": draw(
+            st.one_of(
+                st.floats(0, 1e300, allow_nan=False, allow_infinity=False),
+                st.integers(0, 2**70),
+            )
+        ),
+        "status": draw(st.sampled_from(["ok", "failed", "timeout", "cancelled"])),
+    }
+    optional = {
+        "timeout_level": st.sampled_from(["request", "wave", "arm", "reservation", None]),
+        "http_status": st.one_of(st.none(), st.integers(100, 599)),
+        "output_sha256": st.one_of(st.none(), st.just("ab" * 32)),
+        "error": st.one_of(st.none(), st.just(""), _text),
+    }
+    for k, strat in optional.items():
+        if draw(st.booleans()):
+            row[k] = draw(strat)
+    return row
+
+
+@st.composite
+def _rows(draw: st.DrawFn) -> list[dict[str, Any]]:
+    n = draw(st.integers(1, 12))
+    return [draw(_row(i)) for i in range(n)]
+
+
+_SETTINGS = settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+@_SETTINGS
+@given(rows=_rows(), as_csv=st.booleans())
+def test_columnar_seal_matches_per_row(
+    tmp_path: Path, rows: list[dict[str, Any]], as_csv: bool
+) -> None:
+    name, text = ("receipts.csv", _csv(rows)) if as_csv else ("receipts.jsonl", _jsonl(rows))
+    camp = tmp_path / "c"
+    if camp.exists():
+        shutil.rmtree(camp)
+    _campaign(camp, name, text)
+    col, row = _both(camp)
+    assert col == row
+
+
+def test_generated_receipts_take_the_columnar_path(tmp_path: Path) -> None:
+    """Unicode, secrets, empty and missing optional fields are read column-wise (no fallback)."""
+    rows = receipts()
+    rows[0]["server"] = "gpu-node7.internal 10.0.0.7 ünïcødé 🙂"
+    rows[1]["error"] = ""
+    rows[2]["error"] = "Bearer abcdefghijklmnop at /home/alice"
+    rows[3]["http_status"] = None
+    rows[4]["seq"] = 2**63 - 1
+    for name, text in (("receipts.jsonl", _jsonl(rows)), ("receipts.csv", _csv(rows))):
+        camp = _campaign(tmp_path / name, name, text)
+        assert read_columnar(camp / name, "receipts") is not None, name
+        col, row = _both(camp)
+        assert isinstance(col, bytes)
+        assert col == row
+
+
+# --- inputs the columnar path must hand to the per-row path ---------------------------------------
+
+_GOOD = json.dumps(receipts()[0])
+_HOSTILE_JSONL = {
+    "duplicate key": _GOOD[:-1] + ', "arm": "candidate"}',
+    "NaN": _GOOD.replace('"e2e_s": 129.0', '"e2e_s": NaN'),
+    "Infinity": _GOOD.replace('"e2e_s": 129.0', '"e2e_s": Infinity'),
+    "huge float": _GOOD.replace('"e2e_s": 129.0', '"e2e_s": 1e400'),
+    "int beyond int64": _GOOD.replace('"seq": 0', '"seq": 9223372036854775808'),
+    "integral float seq": _GOOD.replace('"seq": 0', '"seq": 0.0'),
+    "unknown field": _GOOD[:-1] + ', "npu_clock": 1800}',
+    "unknown big int": _GOOD[:-1] + ', "npu_clock": 9007199254740993}',
+    "missing required": _GOOD.replace('"status": "ok", ', ""),
+    "null required": _GOOD.replace('"status": "ok"', '"status": null'),
+    "bad enum": _GOOD.replace('"status": "ok"', '"status": "OK"'),
+    "bool seq": _GOOD.replace('"seq": 0', '"seq": true'),
+    "number as string": _GOOD.replace('"e2e_s": 129.0', '"e2e_s": "129.0"'),
+    "negative": _GOOD.replace('"e2e_s": 129.0', '"e2e_s": -1'),
+    "impossible date": _GOOD.replace("2026-03-01T10:00:00Z", "2026-02-30T10:00:00Z", 1),
+    "lone surrogate": _GOOD.replace('"arm": "baseline"', '"arm": "\\ud800"'),
+    "two objects": _GOOD + " " + _GOOD.replace("b1-0", "b1-x"),
+    "array": "[1, 2]",
+    "empty id": _GOOD.replace('"request_id": "b1-0"', '"request_id": ""'),
+    "sha with newline": _GOOD.replace("0" * 64 + '"', "0" * 64 + '\\n"'),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_HOSTILE_JSONL))
+def test_hostile_jsonl_is_refused_or_sealed_like_per_row(tmp_path: Path, case: str) -> None:
+    rest = [json.dumps(r) for r in receipts()[1:]]
+    text = "\n".join([*rest[:5], _HOSTILE_JSONL[case], *rest[5:]]) + "\n"
+    camp = write_campaign(tmp_path / "c")
+    (camp / "receipts.jsonl").write_text(text, encoding="utf-8")
+    assert read_columnar(camp / "receipts.jsonl", "receipts") is None
+    col, row = _both(camp)
+    assert col == row
+    if isinstance(row, list):  # located exactly where the per-row path locates it: line 6
+        assert any(p[0] == "receipts.jsonl" and p[1] == "line 6" for p in row), row
+
+
+@pytest.mark.parametrize(
+    ("case", "raw"),
+    [
+        ("BOM", "\ufeff"),
+        ("CRLF", "\r\n"),
+        ("blank line", "\n\n"),
+        ("line separator", "\u2028"),
+    ],
+)
+def test_line_oddities_go_per_row(tmp_path: Path, case: str, raw: str) -> None:
+    lines = [json.dumps(r) for r in receipts()]
+    if case == "BOM":
+        text = raw + "\n".join(lines) + "\n"
+    elif case == "line separator":
+        lines[3] = lines[3].replace('"status": "ok"', f'"status": "ok", "note": "a{raw}b"')
+        text = "\n".join(lines) + "\n"
+    else:
+        text = raw.join(lines) + raw
+    camp = write_campaign(tmp_path / "c")
+    (camp / "receipts.jsonl").write_bytes(text.encode("utf-8"))
+    assert read_columnar(camp / "receipts.jsonl", "receipts") is None
+    col, row = _both(camp)
+    assert col == row
+
+
+@pytest.mark.parametrize(
+    ("case", "cell", "field"),
+    [
+        ("plus sign", "+5", "seq"),
+        ("float seq", "5.0", "seq"),
+        ("unicode digit", "\u0663", "seq"),
+        ("nan", "nan", "e2e_s"),
+        ("underscore", "1_0", "e2e_s"),
+        ("spaces", " 5", "e2e_s"),
+        ("empty required", "", "arm"),
+        ("bad enum", "OK", "status"),
+    ],
+)
+def test_hostile_csv_cell_is_located_like_per_row(
+    tmp_path: Path, case: str, cell: str, field: str
+) -> None:
+    rows: list[dict[str, Any]] = receipts()
+    rows[6][field] = cell
+    camp = _campaign(tmp_path / "c", "receipts.csv", _csv(rows))
+    col, row = _both(camp)
+    assert col == row
+    if isinstance(row, list):
+        assert ("receipts.csv", "line 8", field) in {p[:3] for p in row}, row
+
+
+def test_cross_checks_name_the_line_in_columnar_mode(tmp_path: Path) -> None:
+    """Rows that pass the column checks but break cross-row rules: same problems, same lines."""
+    rows = receipts()
+    rows[4]["request_id"] = rows[2]["request_id"]  # duplicate
+    rows[5]["arm"] = "ghost"  # unknown arm
+    rows[6]["attempt_id"] = "a9"  # unknown attempt
+    rows[7]["end"] = "2026-03-01T09:00:00Z"  # ends before it starts
+    for name, text in (("receipts.jsonl", _jsonl(rows)), ("receipts.csv", _csv(rows))):
+        camp = _campaign(tmp_path / name, name, text)
+        assert read_columnar(camp / name, "receipts") is not None
+        _, col = load_campaign(camp, columnar=True)
+        _, row = load_campaign(camp, columnar=False)
+        assert col == row
+        first = 1 if name.endswith(".jsonl") else 2
+        where = {(p.record, p.field) for p in col if p.where == name}
+        assert where == {
+            (f"line {2 + first}", "request_id"),
+            (f"line {4 + first}", "request_id"),
+            (f"line {5 + first}", "arm"),
+            (f"line {6 + first}", "attempt_id"),
+            (f"line {7 + first}", "end"),
+        }
+
+
+# --- the sanitizer's RE2 prefilter --------------------------------------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.lists(
+        st.sampled_from(
+            [*"abkeytoKENs-_:./\\0123456789 ABCDEFhomeUsrlIP@=", "sk-", "10.0.0.1", "::"]
+        ),
+        max_size=30,
+    ).map("".join)
+)
+def test_re2_prefilter_covers_every_rule(text: str) -> None:
+    """ASCII text the prefilter does not pick is left unchanged by every rule (Python re)."""
+    san = Sanitizer(["gpu-node7"], include_local_hostname=False)
+    pattern = _ANY_RE2 + "|" + re.escape("gpu-node7")
+    picked = pc.match_substring_regex(pa.array([text]), pattern, ignore_case=True)
+    if not picked[0].as_py():
+        assert san.scrub(text, "m", "f") == text
+        assert not san.counts
