@@ -35,6 +35,7 @@ from replay.claims import ClaimsResult, check_claims, contradict_by_media
 from replay.conformance import check_conformance
 from replay.inputs import CODED_COLUMNS, RECEIPT_COLUMNS, ReplayInputs
 from replay.result import Integrity, ReplayResult
+from replay.serving_inputs import load_serving
 from replay.stats import StatsCache
 
 __all__ = [
@@ -93,7 +94,13 @@ def inputs_from_bundle(bundle: VerifiedBundle | OpenedBundle) -> ReplayInputs:
         plan_path=plan_path if plan is not None else None,
         scorer=document("scorer.json"),
         tables=tables,
+        serving=load_serving(lambda name: _member_bytes(opened, name)),
     )
+
+
+def _member_bytes(opened: OpenedBundle, name: str) -> bytes | None:
+    m = opened.members.get(name)
+    return None if m is None else m.data
 
 
 def _opened_document(opened: OpenedBundle) -> Callable[[str], dict[str, Any] | None]:

@@ -227,7 +227,7 @@ class ReplayResult:
         out = []
         if not self.claims.checks:
             out.append("claims (the bundle states none)")
-        if self.latency.samples_used == 0:
+        if self.latency.samples_used == 0 and not self.conformance.not_evidenced:
             out.append("latency (no measured request with status ok)")
         if self.quality.comparisons_total == 0 and not self.quality.gates:
             out.append("quality (no gates, no comparisons)")
@@ -241,6 +241,7 @@ class ReplayResult:
             out.append("telemetry (no samples)")
         if not self.conformance.checked:
             out.append("plan conformance (no frozen plan)")
+        out += list(self.conformance.not_evidenced)
         return tuple(out)
 
     def evidenced(self, section: str) -> bool:
