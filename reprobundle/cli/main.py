@@ -600,9 +600,9 @@ def inventory(
 
 def _register_replay_commands() -> None:
     # The replayer's commands live in replay/; they import their heavy parts lazily.
+    from reprobundle.cli.import_cmd import import_command
     from reprobundle.cli.replay_cmd import replay_command
     from reprobundle.cli.report_cmd import report_command
-    from reprobundle.cli.import_cmd import import_command
     from reprobundle.cli.rerun_cmd import plan_group, rerun_command
 
     main.add_command(replay_command)
