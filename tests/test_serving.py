@@ -287,3 +287,34 @@ def test_parse_quirks() -> None:
     assert run.meta["date"] == "20251201-101500"
     with pytest.raises(SourceError, match="request_rate"):
         vllm.parse(json.dumps({**d, "request_rate": "fast"}).encode(), "q.json", "a")
+
+
+def test_not_evidenced_in_all_four_views(tmp_path: Path) -> None:
+    base, cand = _write(tmp_path, "b.json", _good(11)), _write(tmp_path, "c.json", _good(12))
+    assert _import(tmp_path, [("base", base), ("cand", cand)]).returncode == 0
+    code, doc = _seal_replay(tmp_path)
+    assert code == 0
+    what = "server identity (the tool does not name the server instance that answered)"
+    assert what in doc["not_evidenced"]
+    bundle = str(tmp_path / "x.bundle")
+    text = _cli("replay", bundle, "--allow-unsigned")
+    assert text.returncode == 0 and what in text.stdout
+    for fmt, name in (("md", "r.md"), ("html", "r.html")):
+        out = tmp_path / name
+        rep = _cli("report", bundle, "--allow-unsigned", "--format", fmt, "-o", str(out))
+        assert rep.returncode == 0, rep.stderr
+        body = out.read_text(encoding="utf-8")
+        assert "server identity" in body and "per-request timestamps" in body
+
+
+def test_conformance_deviation_when_plan_and_source_disagree(tmp_path: Path) -> None:
+    base, cand = _write(tmp_path, "b.json", _good(13)), _write(tmp_path, "c.json", _good(14))
+    assert _import(tmp_path, [("base", base), ("cand", cand)]).returncode == 0
+    plan_path = tmp_path / "camp" / "plans" / "serving.json"
+    plan = json.loads(plan_path.read_text())
+    plan["load_points"][0]["num_prompts"] = 31  # the files hold 30 requests each
+    plan_path.write_text(json.dumps(plan))
+    code, doc = _seal_replay(tmp_path)
+    assert code == 4
+    devs = doc["conformance"]["deviations"]
+    assert {d["kind"] for d in devs} == {"prompt-count"} and len(devs) == 2
