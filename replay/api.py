@@ -36,6 +36,7 @@ from replay.conformance import check_conformance
 from replay.inputs import CODED_COLUMNS, RECEIPT_COLUMNS, ReplayInputs
 from replay.result import Integrity, ReplayResult
 from replay.serving_inputs import load_serving
+from replay.serving_summary import summarize
 from replay.stats import StatsCache
 
 __all__ = [
@@ -158,6 +159,7 @@ def replay_inputs(inputs: ReplayInputs, integrity: Integrity, bundle: str = "") 
         CouldNotRunError: the tables have no single accepted attempt.
     """
     accepted = find_accepted(inputs)
+    serving = summarize(inputs.serving)
     cache = StatsCache(inputs)
     stats = cache.get(accepted)
     attempt_rows = inputs.rows("attempts", ["attempt_id", "plan"])
@@ -175,6 +177,7 @@ def replay_inputs(inputs: ReplayInputs, integrity: Integrity, bundle: str = "") 
         telemetry=stats.telemetry,
         quality=stats.quality,
         claims=check_claims(inputs, cache, accepted),
+        serving=serving,
     )
 
 

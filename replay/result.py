@@ -34,6 +34,7 @@ from replay.conformance import ConformanceResult
 from replay.latency import LatencyResult
 from replay.lifecycle import LifecycleResult
 from replay.quality import FAIL, UNATTESTED, QualityResult
+from replay.serving_summary import ServingPoint
 from replay.telemetry import TelemetryResult
 
 __all__ = [
@@ -157,6 +158,7 @@ class ReplayResult:
     claims: ClaimsResult
     media: CheckedSection | None = None
     against: CheckedSection | None = None
+    serving: tuple[ServingPoint, ...] = ()
 
     @property
     def accepted_attempt(self) -> str:

@@ -318,3 +318,28 @@ def test_conformance_deviation_when_plan_and_source_disagree(tmp_path: Path) -> 
     assert code == 4
     devs = doc["conformance"]["deviations"]
     assert {d["kind"] for d in devs} == {"prompt-count"} and len(devs) == 2
+
+
+def test_report_shows_latency_throughput_curve(tmp_path: Path) -> None:
+    docs = {
+        a: make_sweep.make_result(seed=20 + i, concurrency=8, speed=1.0, n=30)
+        for i, a in enumerate(("base", "cand"))
+    }
+    pairs = [(a, _write(tmp_path, f"{a}.json", d)) for a, d in docs.items()]
+    assert _import(tmp_path, pairs).returncode == 0
+    _seal_replay(tmp_path)
+    bundle = str(tmp_path / "x.bundle")
+    html, md = tmp_path / "r.html", tmp_path / "r.md"
+    for fmt, out in (("html", html), ("md", md)):
+        res = _cli("report", bundle, "--allow-unsigned", "--format", fmt, "-o", str(out))
+        assert res.returncode == 0, res.stderr
+    page = html.read_text(encoding="utf-8")
+    section = page[page.index('<section id="serving">') :]
+    assert "<svg" in section[: section.index("</section>")]
+    assert 'id="serving-curve-figure_1"' in section
+    text = md.read_text(encoding="utf-8")
+    for d in docs.values():  # the writer's own output_throughput, printed at 2 decimals
+        assert format(d["output_throughput"], ".2f") in text
+    again = tmp_path / "r2.html"
+    _cli("report", bundle, "--allow-unsigned", "--format", "html", "-o", str(again))
+    assert again.read_bytes() == html.read_bytes()
