@@ -272,6 +272,11 @@ def test_sample_sweep_imports_seals_replays_confirmed(tmp_path: Path) -> None:
     assert code == 0, [c for c in rep["claims"]["checks"] if c["status"] != "confirmed"]
     checks = _claims(rep)
     assert {checks[k]["status"] for k in ("gp", "lower", "ratio")} == {"confirmed"}
+    points = {(p["arm"], p["load_point"]): p for p in rep["serving"]}
+    assert len(points) == 6
+    assert points[("baseline", "rinf-c8")]["output_tokens_per_s"] == pytest.approx(
+        doc["output_throughput"], rel=1e-12
+    )
     assert len(checks) == 6 * 39 + 3
     assert (
         "server identity (the tool does not name the server instance that answered)"
