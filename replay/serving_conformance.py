@@ -21,7 +21,8 @@ __all__ = ["NOT_EVIDENCED", "ServingConformance", "check_serving"]
 
 NOT_EVIDENCED = (
     "request order (the benchmark tool records no per-request send order)",
-    "per-request timestamps (none recorded; none were invented)",
+    "per-request timestamps on a wall clock (at most monotonic start offsets are recorded, "
+    "vLLM's 'start_times'; none were invented)",
     "server identity (the tool does not name the server instance that answered)",
 )
 
