@@ -27,6 +27,7 @@ from bundler._internal.timefmt import RFC3339
 from bundler.columnar import ColumnTable, read_columnar
 from bundler.container import member_name_problem
 from bundler.errors import Problem
+from bundler.plan_check import is_serving_plan
 from bundler.tables import (
     TABLE_NAMES,
     check_rows,
@@ -658,7 +659,7 @@ def _plan_checks(camp: Campaign, arms: set[str]) -> list[Problem]:
         if isinstance(a, str) and a not in arms:
             out.append(Problem(rel, None, f"arm_order.{i}", f"{a!r} is not an arm of the campaign"))
     teardown = plan.get("teardown", {})
-    if isinstance(teardown, dict):
+    if isinstance(teardown, dict) and not is_serving_plan(plan):
         for a in arms - set(teardown):
             out.append(Problem(rel, None, "teardown", f"no teardown budget for arm {a!r}"))
     return out
@@ -671,7 +672,7 @@ def _claim_param_checks(
     out = [(f"params.{p}", f"{stat.name} needs {p!r}") for p in stat.params if p not in params]
     out += [
         (f"params.{p}", f"{stat.name} takes no {p!r}")
-        for p in sorted(set(params) - {*stat.params, "attempt"})
+        for p in sorted(set(params) - {*stat.params, *stat.optional, "attempt"})
     ]
     out += [
         (f"params.{p}", f"{params[p]!r} is not an arm")

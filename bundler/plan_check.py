@@ -31,6 +31,7 @@ from bundler.errors import Problem
 
 __all__ = [
     "LEVELS",
+    "SERVING_APIS",
     "Finding",
     "PlanCheckResult",
     "PlanShapeError",
@@ -39,6 +40,7 @@ __all__ = [
     "SlotBudget",
     "StuckScenario",
     "check_plan",
+    "is_serving_plan",
     "plan_slots",
     "seal_plan_findings",
 ]
@@ -734,8 +736,11 @@ def seal_plan_findings(
     frozen and run, or reproduced as it was sealed) errors are reported as
     warnings. Warnings never block.
     """
-    result = check_plan(plan)
     blocking: list[Problem] = []
+    if is_serving_plan(plan):
+        # Serving benchmarks record no schedule, timeouts or teardown: nothing to check.
+        return blocking, []
+    result = check_plan(plan)
     warnings: list[Problem] = []
     for f in result.findings:
         p = Problem(where, None, f.path, f"plan check {f.level} [{f.code}]: {f.message}")
@@ -744,3 +749,13 @@ def seal_plan_findings(
         else:
             warnings.append(p)
     return blocking, warnings
+
+
+SERVING_APIS = frozenset({"openai-completions", "openai-chat-completions"})
+"""``request.api`` values of LLM-serving plans (no schedule, timeouts or teardown)."""
+
+
+def is_serving_plan(plan: Mapping[str, Any]) -> bool:
+    """True when ``plan`` describes an LLM-serving benchmark (``request.api`` openai-*)."""
+    req = plan.get("request")
+    return isinstance(req, dict) and req.get("api") in SERVING_APIS

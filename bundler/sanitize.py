@@ -167,6 +167,7 @@ _IPV4 = re.compile(r"(?<![\w])(?<!\d\.)(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3}
 _IPV6_CANDIDATE = re.compile(r"(?<![\w:.])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:])")
 # A run of DNS-ish labels; which part of it is a host name is decided in Python
 # (``Sanitizer._hosts``), so no regex backtracks over labels.
+_HAS_LETTER = re.compile(r"[A-Za-z]")
 _DOTTED = re.compile(r"(?<![A-Za-z0-9_.-])[A-Za-z0-9_-]*+(?:\.[A-Za-z0-9_-]*+)++")
 _LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
 _SUFFIXES = frozenset(
@@ -369,7 +370,14 @@ class Sanitizer:
                 return self._pseudonym("host", m.group(0), assign)
 
             s = self._named.sub(named, s)
-        return _DOTTED.sub(lambda m: self._dotted(m.group(0), hits, assign), s)
+        return _DOTTED.sub(lambda m: self._dotted_or_number(m.group(0), hits, assign), s)
+
+    def _dotted_or_number(self, run: str, hits: list[str], assign: bool) -> str:
+        # Every known suffix is alphabetic: a run without a letter (a decimal number,
+        # the bulk of a benchmark's JSON) can hold no host name.
+        if _HAS_LETTER.search(run) is None:
+            return run
+        return self._dotted(run, hits, assign)
 
     def _dotted(self, run: str, hits: list[str], assign: bool) -> str:
         """Replace, in one run of dotted labels, each longest name ending in a known suffix."""

@@ -20,6 +20,7 @@ class Statistic:
     params: tuple[str, ...]
     units: tuple[str, ...]
     definition: str
+    optional: tuple[str, ...] = ()
 
 
 _ARM = ("arm",)
@@ -134,4 +135,54 @@ STATISTICS: dict[str, Statistic] = {
         ),
     )
 }
+_LP = ("arm", "load_point")
+_LAT = (*_LP, "latency")
+_PAIR_LP = ("baseline", "candidate", "load_point")
+_LATENCY_UNITS = ("s", "ms")
+_SERVING = (
+    Statistic("latency_mean", _LAT, _LATENCY_UNITS, "mean of the latency's values"),
+    Statistic("latency_median", _LAT, _LATENCY_UNITS, "median (50th percentile, linear)"),
+    Statistic("latency_sd", _LAT, _LATENCY_UNITS, "population standard deviation (divides by n)"),
+    Statistic(
+        "latency_percentile",
+        (*_LAT, "percentile"),
+        _LATENCY_UNITS,
+        "percentile with numpy.percentile's default linear interpolation",
+    ),
+    Statistic("request_throughput", _LP, ("requests/s",), "completed requests / duration"),
+    Statistic("output_token_throughput", _LP, ("tokens/s",), "output tokens / duration"),
+    Statistic(
+        "total_token_throughput",
+        _LP,
+        ("tokens/s",),
+        "(prompt tokens of completed requests + output tokens) / duration",
+    ),
+    Statistic(
+        "request_goodput",
+        _LP,
+        ("requests/s",),
+        "completed requests within every stated SLO / duration",
+        optional=("ttft_ms", "tpot_ms", "e2el_ms"),
+    ),
+    Statistic("requests_completed", _LP, ("count",), "successful requests of the load point"),
+    Statistic("requests_failed", _LP, ("count",), "failed requests of the load point"),
+    Statistic("input_tokens_total", _LP, ("count",), "prompt tokens of successful requests"),
+    Statistic("output_tokens_total", _LP, ("count",), "output tokens of all requests"),
+    Statistic(
+        "latency_percent_lower",
+        (*_PAIR_LP, "latency", "stat"),
+        ("%",),
+        "(1 - candidate / baseline) x 100 of the latency statistic (mean, median, p<P>)",
+    ),
+    Statistic(
+        "throughput_percent_higher",
+        (*_PAIR_LP, "throughput"),
+        ("%",),
+        "(candidate / baseline - 1) x 100 of the throughput",
+    ),
+    Statistic(
+        "throughput_ratio", (*_PAIR_LP, "throughput"), ("x",), "candidate / baseline throughput"
+    ),
+)
+STATISTICS.update({s.name: s for s in _SERVING})
 """Every statistic a claim may name. ``attempt`` is an optional parameter of all of them."""

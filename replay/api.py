@@ -35,6 +35,8 @@ from replay.claims import ClaimsResult, check_claims, contradict_by_media
 from replay.conformance import check_conformance
 from replay.inputs import CODED_COLUMNS, RECEIPT_COLUMNS, ReplayInputs
 from replay.result import Integrity, ReplayResult
+from replay.serving_inputs import load_serving
+from replay.serving_summary import summarize
 from replay.stats import StatsCache
 
 __all__ = [
@@ -93,7 +95,13 @@ def inputs_from_bundle(bundle: VerifiedBundle | OpenedBundle) -> ReplayInputs:
         plan_path=plan_path if plan is not None else None,
         scorer=document("scorer.json"),
         tables=tables,
+        serving=load_serving(lambda name: _member_bytes(opened, name)),
     )
+
+
+def _member_bytes(opened: OpenedBundle, name: str) -> bytes | None:
+    m = opened.members.get(name)
+    return None if m is None else m.data
 
 
 def _opened_document(opened: OpenedBundle) -> Callable[[str], dict[str, Any] | None]:
@@ -151,6 +159,7 @@ def replay_inputs(inputs: ReplayInputs, integrity: Integrity, bundle: str = "") 
         CouldNotRunError: the tables have no single accepted attempt.
     """
     accepted = find_accepted(inputs)
+    serving = summarize(inputs.serving)
     cache = StatsCache(inputs)
     stats = cache.get(accepted)
     attempt_rows = inputs.rows("attempts", ["attempt_id", "plan"])
@@ -168,6 +177,7 @@ def replay_inputs(inputs: ReplayInputs, integrity: Integrity, bundle: str = "") 
         telemetry=stats.telemetry,
         quality=stats.quality,
         claims=check_claims(inputs, cache, accepted),
+        serving=serving,
     )
 
 

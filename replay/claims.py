@@ -30,6 +30,7 @@ from replay.exact import Exact, Root, display, round_half_even, shortest
 from replay.inputs import ReplayInputs
 from replay.latency import ArmLatency, LatencyResult, compute_latency
 from replay.quality import UNATTESTED, MetricSummary
+from replay.serving_claims import SERVING_EVALUATORS, ServingEval
 from replay.stats import AttemptStats, StatsCache
 
 __all__ = [
@@ -474,6 +475,17 @@ _EVALUATORS: dict[str, _Eval] = {
     "closest_to_gate": _gate_closest(margin=False),
     "smallest_margin": _gate_closest(margin=True),
 }
+
+
+def _serving(fn: ServingEval) -> _Eval:
+    def ev(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
+        out = fn(ctx.inputs.serving, p, unit)
+        return _Missing(out) if isinstance(out, str) else _Value(out[0], out[1])
+
+    return ev
+
+
+_EVALUATORS.update({name: _serving(fn) for name, fn in SERVING_EVALUATORS.items()})
 _LATENCY_STATS = frozenset(
     {
         "server_mean_s",

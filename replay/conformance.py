@@ -21,6 +21,7 @@ import numpy as np
 from replay._arrow import BoolArray, group_reduce
 from replay.attempts import Window
 from replay.inputs import ReplayInputs
+from replay.serving_conformance import check_serving
 
 __all__ = ["ConformanceResult", "Deviation", "ServerCheck", "check_conformance"]
 
@@ -72,6 +73,8 @@ class ConformanceResult:
     deviations: tuple[Deviation, ...]
     warnings: tuple[str, ...]
     limits: tuple[str, ...] = LIMITS
+    not_evidenced: tuple[str, ...] = ()
+    checked_items: tuple[str, ...] = ()
 
     @property
     def checked(self) -> bool:
@@ -326,6 +329,8 @@ def check_conformance(
         return ConformanceResult(
             attempt, None, None, (), (), None, None, (), (), ("no frozen plan in the bundle",)
         )
+    if inputs.serving is not None:
+        return _serving_conformance(inputs, attempt, plan)
     r = inputs.receipts
     att = r.attempt.mask(attempt)
     c = _counts(inputs, att, window)
@@ -367,4 +372,33 @@ def check_conformance(
             [f"server {q} ran only quality requests (outside the timed plan)" for q in quality_only]
             + _warnings(inputs, att, plan, attempt_plan)
         ),
+    )
+
+
+SERVING_LIMITS = (
+    "Serving conformance compares the benchmark tool's recorded settings (request rate, "
+    "max concurrency, prompts) and request counts with the plan's load points; the settings "
+    "are what the tool was asked for, as it recorded them, not an observation of the load.",
+)
+
+
+def _serving_conformance(
+    inputs: ReplayInputs, attempt: str, plan: Mapping[str, Any]
+) -> ConformanceResult:
+    assert inputs.serving is not None
+    s = check_serving(inputs.serving, plan, tuple(a.id for a in inputs.arms))
+    return ConformanceResult(
+        attempt=attempt,
+        plan_path=inputs.plan_path,
+        plan_id=str(plan.get("id")) if plan.get("id") is not None else None,
+        planned_order=(),
+        observed_order=(),
+        warmups_per_server=None,
+        measured_per_server=None,
+        servers=(),
+        deviations=tuple(Deviation(k, w, m) for k, w, m in s.deviations),
+        warnings=(),
+        limits=SERVING_LIMITS,
+        not_evidenced=s.not_evidenced,
+        checked_items=s.checked,
     )

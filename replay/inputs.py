@@ -24,6 +24,7 @@ from replay._arrow import (
     rows,
     timestamps_ns,
 )
+from replay.serving_inputs import ServingData
 
 __all__ = ["CODED_COLUMNS", "RECEIPT_COLUMNS", "Arm", "Codes", "Receipts", "ReplayInputs"]
 
@@ -127,6 +128,7 @@ class ReplayInputs:
         plan_path: its member name.
         scorer: ``scorer.json``, or None when the bundle records no scorer identity.
         tables: every table by name (empty tables included).
+        serving: the parsed serving sources of a serving campaign (``bundle import``).
     """
 
     campaign: Mapping[str, Any]
@@ -134,6 +136,7 @@ class ReplayInputs:
     plan_path: str | None
     scorer: Mapping[str, Any] | None
     tables: Mapping[str, pa.Table]
+    serving: ServingData | None = None
 
     @property
     def arms(self) -> tuple[Arm, ...]:

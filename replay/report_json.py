@@ -281,6 +281,7 @@ def result_to_dict(r: ReplayResult) -> dict[str, Any]:
         "claims": _claims(r),
         "media": _extra(r, "media"),
         "against": _extra(r, "against"),
+        "serving": [asdict(p) for p in r.serving],
     }
 
 

@@ -463,9 +463,42 @@ def sections(r: ReplayResult) -> tuple[Section, ...]:
         _lifecycle(r),
         _telemetry(r),
         _quality(r),
+        *_serving(r),
         *_extras(r),
         _integrity(r),
     )
+
+
+def _serving(r: ReplayResult) -> list[Section]:
+    """Serving campaigns: throughput and p99 latency per arm and load point."""
+    if not r.serving:
+        return []
+
+    def ms(v: float | None) -> str:
+        return "not re-derivable" if v is None else f"{v:.2f}"
+
+    rows = tuple(
+        (
+            p.arm,
+            p.load_point,
+            str(p.requests),
+            str(p.completed),
+            ms(p.output_tokens_per_s),
+            ms(p.ttft_p99_ms),
+            ms(p.e2el_p99_ms),
+        )
+        for p in r.serving
+    )
+    headers = (
+        "arm",
+        "load point",
+        "requests",
+        "completed",
+        "output tok/s",
+        "p99 TTFT ms",
+        "p99 E2EL ms",
+    )
+    return [Section("Serving (latency against throughput)", (Table(headers, rows),))]
 
 
 def _extras(r: ReplayResult) -> list[Section]:

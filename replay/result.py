@@ -34,6 +34,7 @@ from replay.conformance import ConformanceResult
 from replay.latency import LatencyResult
 from replay.lifecycle import LifecycleResult
 from replay.quality import FAIL, UNATTESTED, QualityResult
+from replay.serving_summary import ServingPoint
 from replay.telemetry import TelemetryResult
 
 __all__ = [
@@ -157,6 +158,7 @@ class ReplayResult:
     claims: ClaimsResult
     media: CheckedSection | None = None
     against: CheckedSection | None = None
+    serving: tuple[ServingPoint, ...] = ()
 
     @property
     def accepted_attempt(self) -> str:
@@ -227,7 +229,7 @@ class ReplayResult:
         out = []
         if not self.claims.checks:
             out.append("claims (the bundle states none)")
-        if self.latency.samples_used == 0:
+        if self.latency.samples_used == 0 and not self.conformance.not_evidenced:
             out.append("latency (no measured request with status ok)")
         if self.quality.comparisons_total == 0 and not self.quality.gates:
             out.append("quality (no gates, no comparisons)")
@@ -241,6 +243,7 @@ class ReplayResult:
             out.append("telemetry (no samples)")
         if not self.conformance.checked:
             out.append("plan conformance (no frozen plan)")
+        out += list(self.conformance.not_evidenced)
         return tuple(out)
 
     def evidenced(self, section: str) -> bool:

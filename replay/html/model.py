@@ -31,6 +31,7 @@ from replay.html.sections.not_claimed import not_claimed_section
 from replay.html.sections.quality import quality_section
 from replay.html.sections.rerun import rerun_section
 from replay.html.sections.scorer import scorer_section
+from replay.html.sections.serving import serving_section
 from replay.html.sections.signatures import signatures_section
 from replay.html.sections.sources import sources_section
 from replay.html.sections.telemetry import telemetry_section
@@ -85,6 +86,7 @@ def build_model(
         signatures_section(result, facts),
         artifacts_section(facts, media),
         not_claimed_section(result),
+        *filter(None, [serving_section(result, charts)]),
     ]
     if media is not None:
         sections.append(media_section(media, comparison_ids))

@@ -600,6 +600,7 @@ def inventory(
 
 def _register_replay_commands() -> None:
     # The replayer's commands live in replay/; they import their heavy parts lazily.
+    from reprobundle.cli.import_cmd import import_command
     from reprobundle.cli.replay_cmd import replay_command
     from reprobundle.cli.report_cmd import report_command
     from reprobundle.cli.rerun_cmd import plan_group, rerun_command
@@ -608,6 +609,7 @@ def _register_replay_commands() -> None:
     main.add_command(report_command)
     main.add_command(plan_group)
     main.add_command(rerun_command)
+    main.add_command(import_command)
 
 
 _register_replay_commands()

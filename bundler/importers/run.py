@@ -1,0 +1,91 @@
+"""One load point of one arm, as a serving benchmark recorded it."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from bundler.errors import UsageError
+
+__all__ = ["LATENCIES", "ServingRun", "SourceError", "load_point_id"]
+
+LATENCIES = ("ttft", "tpot", "itl", "e2el")
+"""Per-request latency kinds: time to first token, time per output token (excluding the
+first), inter-token latency (pooled gaps), end-to-end latency."""
+
+
+def _rate_text(rate: float) -> str:
+    if math.isinf(rate):
+        return "inf"
+    return format(rate, "g")
+
+
+def load_point_id(request_rate: float, max_concurrency: int | None) -> str:
+    """The id of a load point: ``r<rate>-c<concurrency>`` (``rinf-c16``, ``r4-cnone``)."""
+    conc = "none" if max_concurrency is None else str(max_concurrency)
+    return f"r{_rate_text(request_rate)}-c{conc}"
+
+
+@dataclass(frozen=True)
+class ServingRun:
+    """Per-request arrays of one benchmark run (one arm at one load point).
+
+    Attributes:
+        source: the file it was read from (campaign-relative path, or bundle member).
+        request_rate: requests/s the tool was asked for (``inf``: all at once).
+        max_concurrency: the tool's concurrency cap, None when uncapped.
+        num_prompts: prompts the tool was asked to send, as recorded.
+        duration_s: the benchmark duration as the tool recorded it (vLLM: from the
+            start of the main run to the completion of the last request, client clock).
+        ok: per request, whether it succeeded (vLLM: its ``errors`` entry is empty).
+        input_lens, output_lens: prompt and output tokens per request, as recorded.
+        ttfts: seconds to the first token per request.
+        latencies: end-to-end seconds per request; None when the tool did not record
+            them (older ``benchmark_serving.py``).
+        itl_counts: inter-token gaps per request; itl: all gaps, request after request.
+        aggregates: the tool's own aggregate figures (finite numbers only), by key.
+        detailed: False when the file holds only aggregates (no per-request arrays).
+        meta: other recorded settings (backend, model, date, ...), as text.
+    """
+
+    source: str
+    arm: str
+    load_point: str
+    request_rate: float
+    max_concurrency: int | None
+    num_prompts: int | None
+    duration_s: float
+    detailed: bool
+    ok: npt.NDArray[np.bool_]
+    input_lens: npt.NDArray[np.int64]
+    output_lens: npt.NDArray[np.int64]
+    ttfts: npt.NDArray[np.float64]
+    latencies: npt.NDArray[np.float64] | None
+    itl_counts: npt.NDArray[np.int64]
+    itl: npt.NDArray[np.float64]
+    aggregates: dict[str, float] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        """Requests recorded."""
+        return int(self.ttfts.size)
+
+    @property
+    def completed(self) -> int:
+        """Requests that succeeded."""
+        return int(np.count_nonzero(self.ok))
+
+    def ok_itl(self) -> npt.NDArray[np.float64]:
+        """The inter-token gaps of the successful requests, pooled (as vLLM pools them)."""
+        if bool(self.ok.all()):
+            return self.itl
+        return self.itl[np.repeat(self.ok, self.itl_counts)]
+
+
+class SourceError(UsageError):
+    """A source file is not what its format says (exit 2); ``problems`` name file and field."""

@@ -1,0 +1,305 @@
+"""vLLM ``vllm bench serve --save-result [--save-detailed]`` result files.
+
+Followed writers (read in the public code search, vllm-project/vllm):
+
+- ``vllm/benchmarks/serve.py`` (``vllm bench serve``; the version read was commit
+  009e6d4a): ``result_json`` holds ``date`` (``%Y%m%d-%H%M%S``, local time, no
+  zone), ``backend``, ``model_id``, ``num_prompts``, ``request_rate`` (a number, or
+  the string ``"inf"``), ``burstiness``, ``max_concurrency`` (null when uncapped),
+  then ``duration``, ``completed``, ``failed``, token totals, ``request_throughput``,
+  ``request_goodput`` (null without ``--goodput``), ``output_throughput``,
+  ``total_token_throughput``, per-request ``input_lens``, ``output_lens``,
+  ``ttfts``, ``itls``, ``latencies``, ``start_times``, ``errors`` (the per-request
+  arrays other than ``latencies`` only with ``--save-detailed``), and
+  ``{mean,median,std}_<m>_ms`` and ``p<P>_<m>_ms`` for each selected metric.
+- ``benchmarks/benchmark_serving.py`` (older): the same, without ``failed``,
+  ``latencies`` and ``start_times``, and with the goodput key spelled
+  ``"request_goodput:"`` (trailing colon).
+
+A request succeeded when its ``errors`` entry is empty (the writer stores ``""``).
+The file is parsed as it is; nothing is converted or filled in.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from bundler.errors import Problem
+from bundler.importers.run import ServingRun, SourceError, load_point_id
+
+__all__ = ["AGGREGATE_RE", "FORMAT", "looks_like", "parse"]
+
+FORMAT = "vllm"
+AGGREGATE_RE = re.compile(r"^(mean|median|std|p(\d+(?:\.\d+)?))_(ttft|tpot|itl|e2el)_ms$")
+"""The latency aggregates the tool writes: ``mean_ttft_ms``, ``p99_e2el_ms``, ``p99.9_itl_ms``."""
+
+_PER_REQUEST = ("input_lens", "output_lens", "ttfts", "itls", "errors")
+_THROUGHPUT_KEYS = (
+    "request_throughput",
+    "output_throughput",
+    "total_token_throughput",
+    "request_goodput",
+    "request_goodput:",
+)
+_COUNT_KEYS = ("completed", "failed", "total_input_tokens", "total_output_tokens")
+
+
+def _fail(where: str, field: str | None, message: str, record: str | None = None) -> SourceError:
+    return SourceError(
+        f"{where}: not a usable vLLM bench serve result", [Problem(where, record, field, message)]
+    )
+
+
+def _keep_constant(name: str) -> float:
+    # The writer's json.dump writes NaN/Infinity as bare literals; keep them so the
+    # checks below can name the field instead of failing on the whole file.
+    return float(name)
+
+
+def load_json(data: bytes, where: str) -> dict[str, Any]:
+    """The file's one JSON object (``--append-result`` files hold several: refused)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _fail(where, None, f"not UTF-8 ({exc.reason} at byte {exc.start})") from exc
+    try:
+        doc = json.loads(text, parse_constant=_keep_constant)
+    except json.JSONDecodeError as exc:
+        msg = f"not JSON (truncated?): {exc.msg} at line {exc.lineno} column {exc.colno}"
+        raise _fail(where, None, msg) from exc
+    except RecursionError as exc:
+        raise _fail(where, None, "nested too deeply") from exc
+    if not isinstance(doc, dict):
+        raise _fail(where, None, "expected one JSON object")
+    return doc
+
+
+def looks_like(doc: dict[str, Any]) -> bool:
+    """True when ``doc`` has the shape of a vLLM serving result."""
+    return (
+        "duration" in doc and "completed" in doc and ("request_throughput" in doc or "ttfts" in doc)
+    )
+
+
+def _number(doc: dict[str, Any], key: str, where: str, *, positive: bool = False) -> float:
+    v = doc.get(key)
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        raise _fail(where, key, f"expected a finite number, found {v!r}")
+    if positive and v <= 0:
+        raise _fail(where, key, f"must be > 0, found {v!r}")
+    return float(v)
+
+
+def _rate(doc: dict[str, Any], where: str) -> float:
+    v = doc.get("request_rate", "inf")
+    if v == "inf" or (isinstance(v, float) and math.isinf(v) and v > 0):
+        return math.inf
+    if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:
+        raise _fail(where, "request_rate", f'expected a number > 0 or "inf", found {v!r}')
+    return float(v)
+
+
+def _opt_int(doc: dict[str, Any], key: str, where: str) -> int | None:
+    v = doc.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise _fail(where, key, f"expected an integer >= 1 or null, found {v!r}")
+    return v
+
+
+def _floats(values: Any, where: str, key: str) -> npt.NDArray[np.float64]:
+    if not isinstance(values, list):
+        raise _fail(where, key, "expected an array")
+    try:
+        arr = np.array(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        bad = next(
+            (
+                i
+                for i, v in enumerate(values)
+                if isinstance(v, bool) or not isinstance(v, int | float)
+            ),
+            None,
+        )
+        raise _fail(where, f"{key}[{bad}]", "expected a number") from exc
+    if arr.ndim != 1:
+        raise _fail(where, key, "expected an array of numbers")
+    return arr
+
+
+def _ints(values: Any, where: str, key: str) -> npt.NDArray[np.int64]:
+    arr = _floats(values, where, key)
+    bad = np.flatnonzero(~np.isfinite(arr) | (arr < 0) | (arr != np.floor(arr)))
+    if bad.size:
+        raise _fail(
+            where, f"{key}[{int(bad[0])}]", f"expected a token count, found {values[int(bad[0])]!r}"
+        )
+    return arr.astype(np.int64)
+
+
+def _check_times(
+    arr: npt.NDArray[np.float64], ok: npt.NDArray[np.bool_], where: str, key: str
+) -> None:
+    bad = np.flatnonzero(ok & ~(np.isfinite(arr) & (arr >= 0)))
+    if bad.size:
+        i = int(bad[0])
+        raise _fail(
+            where,
+            f"{key}[{i}]",
+            f"a successful request's time must be a finite number >= 0, found {arr[i]!r}",
+        )
+
+
+def _itls(
+    values: Any, ok: npt.NDArray[np.bool_], where: str
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    if not isinstance(values, list):
+        raise _fail(where, "itls", "expected an array of arrays")
+    try:
+        counts = np.fromiter((len(v) for v in values), dtype=np.int64, count=len(values))
+    except TypeError as exc:
+        bad = next(i for i, v in enumerate(values) if not isinstance(v, list))
+        raise _fail(where, f"itls[{bad}]", "expected an array of numbers") from exc
+    flat: list[Any] = []
+    for v in values:
+        if not isinstance(v, list):
+            raise _fail(where, "itls", "expected an array of arrays")
+        flat += v
+    arr = _floats(flat, where, "itls (flattened)")
+    mask = np.repeat(ok, counts)
+    bad_gaps = np.flatnonzero(mask & ~(np.isfinite(arr) & (arr >= 0)))
+    if bad_gaps.size:
+        first = int(bad_gaps[0])
+        req = int(np.searchsorted(np.cumsum(counts), first, side="right"))
+        raise _fail(
+            where,
+            f"itls[{req}]",
+            f"a successful request's gap must be a finite number >= 0, found {arr[first]!r}",
+        )
+    return counts, arr
+
+
+def _aggregates(doc: dict[str, Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for k, v in doc.items():
+        if not (AGGREGATE_RE.match(k) or k in _THROUGHPUT_KEYS or k in _COUNT_KEYS):
+            continue
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            continue
+        out[k] = float(v)
+    return out
+
+
+def parse(data: bytes, where: str, arm: str) -> ServingRun:
+    """Parse one result file of ``arm``; the load point comes from its rate and concurrency.
+
+    Raises:
+        SourceError: not a vLLM result, truncated, arrays of different lengths, a
+            successful request with a negative or non-finite time, a bad count.
+    """
+    doc = load_json(data, where)
+    if not looks_like(doc):
+        raise _fail(
+            where,
+            None,
+            "no 'duration', 'completed' and 'request_throughput'/'ttfts': "
+            "not written by vllm bench serve",
+        )
+    rate = _rate(doc, where)
+    conc = _opt_int(doc, "max_concurrency", where)
+    num_prompts = _opt_int(doc, "num_prompts", where)
+    duration = _number(doc, "duration", where, positive=True)
+    meta: dict[str, Any] = {
+        k: doc[k]
+        for k in (
+            "date",
+            "backend",
+            "endpoint_type",
+            "label",
+            "model_id",
+            "tokenizer_id",
+            "burstiness",
+        )
+        if k in doc
+    }
+    detailed = "ttfts" in doc
+    empty_f = np.zeros(0, dtype=np.float64)
+    empty_i = np.zeros(0, dtype=np.int64)
+    if not detailed:
+        return ServingRun(
+            source=where,
+            arm=arm,
+            load_point=load_point_id(rate, conc),
+            request_rate=rate,
+            max_concurrency=conc,
+            num_prompts=num_prompts,
+            duration_s=duration,
+            detailed=False,
+            ok=np.zeros(0, dtype=np.bool_),
+            input_lens=empty_i,
+            output_lens=empty_i,
+            ttfts=empty_f,
+            latencies=None,
+            itl_counts=empty_i,
+            itl=empty_f,
+            aggregates=_aggregates(doc),
+            meta=meta,
+        )
+    for key in _PER_REQUEST:
+        if key not in doc:
+            raise _fail(
+                where,
+                key,
+                "missing: the file has 'ttfts' but not the other per-request arrays "
+                "of --save-detailed",
+            )
+    errors = doc["errors"]
+    if not isinstance(errors, list):
+        raise _fail(where, "errors", "expected an array")
+    n = len(errors)
+    for key in (*_PER_REQUEST, *(("latencies",) if "latencies" in doc else ())):
+        v = doc[key]
+        if not isinstance(v, list) or len(v) != n:
+            found = len(v) if isinstance(v, list) else type(v).__name__
+            raise _fail(
+                where,
+                key,
+                f"has {found} entries, 'errors' has {n}: arrays of one run must be equally long",
+            )
+    bad_err = next((i for i, e in enumerate(errors) if not (e is None or isinstance(e, str))), None)
+    if bad_err is not None:
+        raise _fail(where, f"errors[{bad_err}]", "expected a string")
+    ok = np.fromiter((not e for e in errors), dtype=np.bool_, count=n)
+    ttfts = _floats(doc["ttfts"], where, "ttfts")
+    _check_times(ttfts, ok, where, "ttfts")
+    latencies = None
+    if "latencies" in doc:
+        latencies = _floats(doc["latencies"], where, "latencies")
+        _check_times(latencies, ok, where, "latencies")
+    counts, itl = _itls(doc["itls"], ok, where)
+    return ServingRun(
+        source=where,
+        arm=arm,
+        load_point=load_point_id(rate, conc),
+        request_rate=rate,
+        max_concurrency=conc,
+        num_prompts=num_prompts,
+        duration_s=duration,
+        detailed=True,
+        ok=ok,
+        input_lens=_ints(doc["input_lens"], where, "input_lens"),
+        output_lens=_ints(doc["output_lens"], where, "output_lens"),
+        ttfts=ttfts,
+        latencies=latencies,
+        itl_counts=counts,
+        itl=itl,
+        aggregates=_aggregates(doc),
+        meta=meta,
+    )

@@ -1,0 +1,345 @@
+"""Write serving runs as a campaign directory that ``bundle seal`` accepts.
+
+What the source files record becomes the campaign; what they do not record is
+left absent and listed under ``not_recorded`` in ``serving.json`` (replay shows
+it as not evidenced). The source files are carried byte for byte under
+``sources/``; every aggregate the tool printed becomes a claim that replay
+re-derives from the per-request arrays. The directory is written beside the
+target under a temporary name and renamed into place at the end, so a failure
+leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import math
+import re
+import secrets
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import ROUND_HALF_EVEN, Decimal
+from pathlib import Path
+from typing import Any
+
+from bundler.errors import Problem, UsageError
+from bundler.importers import vllm
+from bundler.importers.run import ServingRun, SourceError
+
+__all__ = ["FORMATS", "ImportResult", "import_campaign"]
+
+FORMATS = {vllm.FORMAT: vllm.parse}
+_ARM_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+_SHA_RE = re.compile(r"^[0-9a-f]{7,64}$")
+_TOOL = {vllm.FORMAT: "vllm bench serve"}
+_API = {"openai-chat": "openai-chat-completions"}
+_NOT_RECORDED = (
+    "worker teardown and exit status (no teardown budgets were invented)",
+    "device telemetry",
+    "the hardware, unless given with --hardware",
+    "warmup requests (the tool does not keep them)",
+)
+_THROUGHPUT = {
+    "request_throughput": ("request_throughput", "requests/s"),
+    "output_throughput": ("output_token_throughput", "tokens/s"),
+    "total_token_throughput": ("total_token_throughput", "tokens/s"),
+}
+_COUNTS = {
+    "completed": "requests_completed",
+    "failed": "requests_failed",
+    "total_input_tokens": "input_tokens_total",
+    "total_output_tokens": "output_tokens_total",
+}
+_GOODPUT_KEYS = ("request_goodput", "request_goodput:")
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """What was written: the directory, its runs, claims and not-claimed rows."""
+
+    directory: Path
+    runs: tuple[ServingRun, ...]
+    claims: int
+    not_claimed: int
+
+
+def _decimal_text(x: float, decimals: int) -> str:
+    q = Decimal(x).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_EVEN)
+    return str(q) if decimals else str(int(q))
+
+
+def _claims_of(
+    run: ServingRun, decimals: int, goodput: Mapping[str, float] | None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    claims: list[dict[str, Any]] = []
+    not_claimed: list[dict[str, Any]] = []
+    base = {"arm": run.arm, "load_point": run.load_point}
+    tool = _TOOL.get("vllm", "the tool")
+    for key, x in sorted(run.aggregates.items()):
+        row: dict[str, Any] = {"claim_id": f"{run.arm}.{run.load_point}.{key.rstrip(':')}"}
+        text = f"{tool} wrote {key} = {x!r} in {run.source}"
+        m = vllm.AGGREGATE_RE.match(key)
+        if m:
+            kind, pct, latency = m.group(1), m.group(2), m.group(3)
+            stat = {"mean": "latency_mean", "median": "latency_median", "std": "latency_sd"}
+            params: dict[str, Any] = {**base, "latency": latency}
+            if pct is not None:
+                params["percentile"] = pct
+            row |= {
+                "statistic": stat.get(kind, "latency_percentile"),
+                "params": params,
+                "value": _decimal_text(x, decimals),
+                "unit": "ms",
+            }
+        elif key in _THROUGHPUT:
+            statistic, unit = _THROUGHPUT[key]
+            row |= {"statistic": statistic, "params": dict(base), "unit": unit}
+            row["value"] = _decimal_text(x, decimals)
+        elif key in _COUNTS:
+            if x != int(x):
+                continue
+            row |= {"statistic": _COUNTS[key], "params": dict(base), "unit": "count"}
+            row["value"] = str(int(x))
+        elif key in _GOODPUT_KEYS:
+            if not goodput:
+                not_claimed.append(
+                    {
+                        "what": f"request goodput at {run.arm} {run.load_point} ({key} = {x!r})",
+                        "note": "the tool does not record its --goodput SLOs; import with "
+                        "--goodput to state them and have the figure checked",
+                    }
+                )
+                continue
+            slo = {f"{k}_ms": v for k, v in goodput.items()}
+            row |= {"statistic": "request_goodput", "params": {**base, **slo}}
+            row |= {"unit": "requests/s", "value": _decimal_text(x, decimals)}
+        else:
+            continue
+        row["text"] = text + ("" if run.detailed else " (aggregates only: not re-derivable)")
+        claims.append(row)
+    return claims, not_claimed
+
+
+def _check_args(
+    sources: Sequence[tuple[str, Path]], commits: Mapping[str, str], fmt: str
+) -> list[str]:
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown format {fmt!r}; known: {', '.join(sorted(FORMATS))}")
+    arms = list(dict.fromkeys(a for a, _ in sources))
+    problems = [
+        Problem("--arm", None, None, f"arm id {a!r} must match {_ARM_RE.pattern}")
+        for a in arms
+        if not _ARM_RE.match(a)
+    ]
+    if len(arms) < 2:
+        problems.append(Problem("--arm", None, None, "a campaign needs at least two arms"))
+    for a in arms:
+        sha = commits.get(a)
+        if sha is None:
+            problems.append(
+                Problem(
+                    "--commit",
+                    None,
+                    a,
+                    "no runtime commit for this arm (the source "
+                    "does not record one): give --commit ARM=SHA",
+                )
+            )
+        elif not _SHA_RE.match(sha):
+            problems.append(Problem("--commit", None, a, f"{sha!r} is not 7-64 lowercase hex"))
+    for a in set(commits) - set(arms):
+        problems.append(Problem("--commit", None, a, "not an arm of this import"))
+    if problems:
+        raise UsageError("cannot import", problems)
+    return arms
+
+
+def _parse_all(fmt: str, sources: Sequence[tuple[str, Path]]) -> list[tuple[ServingRun, bytes]]:
+    parse = FORMATS[fmt]
+    out: list[tuple[ServingRun, bytes]] = []
+    seen: dict[tuple[str, str], str] = {}
+    problems: list[Problem] = []
+    for arm, path in sources:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            problems.append(Problem(str(path), None, None, exc.strerror or str(exc)))
+            continue
+        try:
+            run = parse(data, str(path), arm)
+        except SourceError as exc:
+            problems += exc.problems
+            continue
+        key = (arm, run.load_point)
+        if key in seen:
+            problems.append(
+                Problem(
+                    str(path),
+                    None,
+                    None,
+                    f"arm {arm} at load point {run.load_point} "
+                    f"already comes from {seen[key]}: one file per arm and load point",
+                )
+            )
+            continue
+        seen[key] = str(path)
+        out.append((run, data))
+    if problems:
+        raise SourceError(f"{len(problems)} problem(s) in the sources; nothing written", problems)
+    return out
+
+
+def _jsonl(rows: Sequence[Mapping[str, Any]]) -> bytes:
+    return b"".join(json.dumps(r, sort_keys=True).encode() + b"\n" for r in rows)
+
+
+def _load_point_doc(run: ServingRun) -> dict[str, Any]:
+    rate: Any = "inf" if math.isinf(run.request_rate) else run.request_rate
+    doc: dict[str, Any] = {"request_rate": rate, "max_concurrency": run.max_concurrency}
+    if run.num_prompts is not None:
+        doc["num_prompts"] = run.num_prompts
+    return doc
+
+
+def import_campaign(
+    fmt: str,
+    sources: Sequence[tuple[str, Path]],
+    out: Path,
+    commits: Mapping[str, str],
+    *,
+    campaign_id: str | None = None,
+    decimals: int = 2,
+    goodput: Mapping[str, float] | None = None,
+    hardware: tuple[str, int] | None = None,
+) -> ImportResult:
+    """Import ``sources`` ((arm, file) pairs; the first arm is the baseline) into ``out``.
+
+    Raises:
+        UsageError: bad arguments, or ``out`` exists.
+        SourceError: a source is malformed; nothing is written.
+    """
+    arms = _check_args(sources, commits, fmt)
+    if out.exists() or out.is_symlink():
+        raise UsageError(f"{out}: already exists; give a new directory")
+    parsed = _parse_all(fmt, sources)
+    runs = [r for r, _ in parsed]
+    backend = next((str(r.meta.get("backend")) for r in runs if r.meta.get("backend")), "")
+    cid = campaign_id or re.sub(r"[^a-z0-9._-]", "-", out.name.lower()).strip("-.") or "imported"
+    files: dict[str, bytes] = {}
+    index_sources = []
+    load_points: dict[str, dict[str, Any]] = {}
+    claims: list[dict[str, Any]] = []
+    not_claimed: list[dict[str, Any]] = []
+    for run, data in parsed:
+        rel = f"sources/{run.arm}/{run.load_point}.json"
+        files[rel] = data
+        index_sources.append(
+            {
+                "arm": run.arm,
+                "format": fmt,
+                "path": rel,
+                "load_point": run.load_point,
+                "original_name": Path(run.source).name,
+                "sha256": hashlib.sha256(data).hexdigest(),
+            }
+        )
+        load_points.setdefault(run.load_point, _load_point_doc(run))
+        c, nc = _claims_of(replace_source(run, rel), decimals, goodput)
+        claims += c
+        not_claimed += nc
+    not_recorded = list(_NOT_RECORDED)
+    if any(not r.detailed for r in runs):
+        not_recorded.append(
+            "per-request arrays of: "
+            + ", ".join(f"{r.arm} {r.load_point}" for r in runs if not r.detailed)
+            + " (run without --save-detailed: their claims are unverifiable)"
+        )
+    if any(r.detailed and r.latencies is None for r in runs):
+        not_recorded.append(
+            "per-request end-to-end latencies (older writer): E2EL and TPOT claims are unverifiable"
+        )
+    files["serving.json"] = json.dumps(
+        {
+            "serving_version": "1",
+            "tool": _TOOL.get(fmt, fmt),
+            "sources": index_sources,
+            "load_points": load_points,
+            "not_recorded": not_recorded,
+        },
+        indent=2,
+        sort_keys=True,
+    ).encode()
+    files["plans/serving.json"] = json.dumps(
+        {
+            "plan_version": "1",
+            "id": f"{cid}-serving",
+            "request": {
+                "api": _API.get(backend, "openai-completions"),
+                "timing_boundary": f"client side, as {_TOOL.get(fmt, fmt)} records it",
+            },
+            "load_points": [load_points[k] for k in sorted(load_points)],
+            "note": "reconstructed at import from the settings the tool recorded, not a "
+            "plan frozen before the run",
+        },
+        indent=2,
+        sort_keys=True,
+    ).encode()
+    accel, count = hardware if hardware else ("not recorded by the source", 0)
+    files["campaign.json"] = json.dumps(
+        {
+            "layout_version": "1",
+            "id": cid,
+            "title": f"{_TOOL.get(fmt, fmt)} results imported by bundle import",
+            "kind": "campaign",
+            "hardware": {"accelerator": accel, "count": count},
+            "arms": [
+                {
+                    "id": a,
+                    "role": "baseline" if i == 0 else "candidate",
+                    "runtime_commit": commits[a],
+                }
+                for i, a in enumerate(arms)
+            ],
+            "plan": "plans/serving.json",
+            "summary": "Imported serving benchmark; see serving.json for what the source does "
+            "not record.",
+        },
+        indent=2,
+        sort_keys=True,
+    ).encode()
+    files["attempts.jsonl"] = _jsonl(
+        [
+            {
+                "attempt_id": "imported",
+                "status": "accepted",
+                "note": "one benchmark run per source file; the tool records no attempt boundaries",
+            }
+        ]
+    )
+    files["receipts.jsonl"] = b""
+    files["claims.jsonl"] = _jsonl(claims)
+    files["not_claimed.jsonl"] = _jsonl(not_claimed)
+    _write_atomically(out, files)
+    return ImportResult(out, tuple(runs), len(claims), len(not_claimed))
+
+
+def replace_source(run: ServingRun, rel: str) -> ServingRun:
+    """``run`` naming its carried path (claims cite the file as it is in the campaign)."""
+    return dataclasses.replace(run, source=rel)
+
+
+def _write_atomically(out: Path, files: Mapping[str, bytes]) -> None:
+    tmp = out.parent / f".{out.name}.reprobundle-partial-import-{secrets.token_hex(6)}"
+    try:
+        for rel, data in sorted(files.items()):
+            p = tmp / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(data)
+        tmp.rename(out)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            shutil.rmtree(tmp)
+        raise

@@ -1,0 +1,87 @@
+"""Plan conformance of a serving campaign: what the benchmark tool's files evidence.
+
+The tool records its settings (request rate, max concurrency, prompts asked for)
+and, with per-request arrays, how many requests it sent. Those are compared
+with the plan's ``load_points``. What the tool does not record (request order,
+per-request timestamps, which server instance answered) is listed as *not
+evidenced*: it is never counted as passing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bundler.importers.run import load_point_id
+from replay.serving_inputs import ServingData
+
+__all__ = ["NOT_EVIDENCED", "ServingConformance", "check_serving"]
+
+NOT_EVIDENCED = (
+    "request order (the benchmark tool records no per-request send order)",
+    "per-request timestamps on a wall clock (at most monotonic start offsets are recorded, "
+    "vLLM's 'start_times'; none were invented)",
+    "server identity (the tool does not name the server instance that answered)",
+)
+
+
+@dataclass(frozen=True)
+class ServingConformance:
+    """Deviations (kind, where, message), what was checked, and what is not evidenced."""
+
+    deviations: tuple[tuple[str, str, str], ...]
+    checked: tuple[str, ...]
+    not_evidenced: tuple[str, ...]
+
+
+def _planned(plan: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    out: dict[str, Mapping[str, Any]] = {}
+    for lp in plan.get("load_points", []) or []:
+        if not isinstance(lp, dict):
+            continue
+        rate = lp.get("request_rate", "inf")
+        r = math.inf if rate == "inf" else float(rate)
+        out[load_point_id(r, lp.get("max_concurrency"))] = lp
+    return out
+
+
+def check_serving(
+    data: ServingData, plan: Mapping[str, Any], arms: tuple[str, ...]
+) -> ServingConformance:
+    """Compare every serving run with the plan's load points."""
+    dev: list[tuple[str, str, str]] = [("source", "serving.json", p) for p in data.problems]
+    checked: list[str] = []
+    planned = _planned(plan)
+    not_ev = list(NOT_EVIDENCED)
+    for (arm, lp), rs in sorted(data.runs.items()):
+        r = rs.run
+        where = f"{r.source} (arm {arm}, {lp})"
+        want = planned.get(lp)
+        if want is None:
+            dev.append(("load-point", where, f"load point {lp} is not in the plan's load_points"))
+            continue
+        checked.append(f"{where}: request rate and max concurrency as planned (tool settings)")
+        n_plan = want.get("num_prompts")
+        if r.detailed:
+            if isinstance(n_plan, int) and r.n != n_plan:
+                dev.append(("prompt-count", where, f"{r.n} requests recorded, {n_plan} planned"))
+            else:
+                checked.append(f"{where}: {r.n} requests recorded")
+        else:
+            not_ev.append(f"requests actually sent at {where} (aggregates only)")
+            if isinstance(n_plan, int) and r.num_prompts is not None and r.num_prompts != n_plan:
+                dev.append(
+                    (
+                        "prompt-count",
+                        where,
+                        f"num_prompts {r.num_prompts} recorded, {n_plan} planned",
+                    )
+                )
+    for arm in arms:
+        for lp in planned:
+            if (arm, lp) not in data.runs:
+                dev.append(("load-point", f"arm {arm}", f"planned load point {lp} has no source"))
+    not_ev += [x for x in data.not_recorded if x not in not_ev]
+    return ServingConformance(tuple(dev), tuple(checked), tuple(not_ev))

@@ -1,0 +1,146 @@
+"""``bundle import FORMAT SOURCE... -o DIR``: a benchmark tool's files as a campaign directory."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from bundler.errors import EXIT_OK, UsageError
+from reprobundle.cli.common import cli_errors
+
+__all__ = ["import_command"]
+
+_SLOS = ("ttft", "tpot", "e2el")
+
+
+def _pairs(values: tuple[str, ...], option: str) -> list[tuple[str, str]]:
+    out = []
+    for v in values:
+        name, sep, rest = v.partition("=")
+        if not sep or not name or not rest:
+            raise UsageError(f"{option} {v!r}: expected NAME=VALUE")
+        out.append((name, rest))
+    return out
+
+
+def _goodput(values: tuple[str, ...]) -> dict[str, float] | None:
+    out: dict[str, float] = {}
+    for v in values:
+        name, sep, ms = v.partition(":")
+        try:
+            x = float(ms)
+        except ValueError:
+            x = -1.0
+        if not sep or name not in _SLOS or not x > 0:
+            raise UsageError(f"--goodput {v!r}: expected ttft|tpot|e2el:MILLISECONDS (> 0)")
+        out[name] = x
+    return out or None
+
+
+def _hardware(v: str | None) -> tuple[str, int] | None:
+    if v is None:
+        return None
+    name, sep, count = v.rpartition(":")
+    if not sep or not name or not count.isdigit():
+        raise UsageError(f"--hardware {v!r}: expected ACCELERATOR:COUNT")
+    return name, int(count)
+
+
+@click.command("import")
+@click.argument("fmt", metavar="FORMAT")
+@click.argument("sources", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="The campaign directory to create (must not exist).",
+)
+@click.option(
+    "--arm",
+    "arms",
+    multiple=True,
+    metavar="NAME=FILE",
+    help="Assign a source file to an arm (repeat; the first arm is the baseline).",
+)
+@click.option(
+    "--commit",
+    "commits",
+    multiple=True,
+    metavar="ARM=SHA",
+    help="The runtime commit of an arm (required for every arm: the tools do not record it).",
+)
+@click.option(
+    "--goodput",
+    "goodput",
+    multiple=True,
+    metavar="METRIC:MS",
+    help="The SLOs the run's --goodput used (ttft|tpot|e2el:ms), so that the "
+    "recorded goodput becomes a checked claim.",
+)
+@click.option(
+    "--decimals",
+    type=click.IntRange(0, 12),
+    default=2,
+    show_default=True,
+    help="Precision of the imported aggregate claims (the tool prints 2).",
+)
+@click.option(
+    "--hardware",
+    metavar="ACCELERATOR:COUNT",
+    default=None,
+    help="The hardware, which the tools do not record.",
+)
+@click.option("--id", "campaign_id", default=None, help="Campaign id (default: from -o).")
+def import_command(
+    fmt: str,
+    sources: tuple[Path, ...],
+    output: Path,
+    arms: tuple[str, ...],
+    commits: tuple[str, ...],
+    goodput: tuple[str, ...],
+    decimals: int,
+    hardware: str | None,
+    campaign_id: str | None,
+) -> None:
+    """Import a serving benchmark's result files (FORMAT: vllm) as a campaign directory.
+
+    Every SOURCE must be assigned to an arm with --arm NAME=FILE (a file named only
+    by --arm is a source too). The source files are carried verbatim; the
+    aggregates the tool wrote become claims that replay re-derives. Nothing is
+    written unless every source is usable.
+    """
+    from bundler.importers.write import import_campaign
+
+    with cli_errors():
+        assigned = [(a, Path(f)) for a, f in _pairs(arms, "--arm")]
+        named = {p.resolve() for _, p in assigned}
+        loose = [str(s) for s in sources if s.resolve() not in named]
+        if loose:
+            raise UsageError(f"no arm for {', '.join(loose)}: assign each with --arm NAME=FILE")
+        res = import_campaign(
+            fmt,
+            assigned,
+            output,
+            dict(_pairs(commits, "--commit")),
+            campaign_id=campaign_id,
+            decimals=decimals,
+            goodput=_goodput(goodput),
+            hardware=_hardware(hardware),
+        )
+        lps = sorted({r.load_point for r in res.runs})
+        click.echo(
+            f"imported {len(res.runs)} source file(s), {len(lps)} load point(s) "
+            f"({', '.join(lps)}), {res.claims} claim(s), {res.not_claimed} not claimed "
+            f"-> {res.directory}"
+        )
+        for r in res.runs:
+            if not r.detailed:
+                click.echo(
+                    f"warning: {r.source} holds only aggregates (no --save-detailed): its "
+                    "claims are unverifiable",
+                    err=True,
+                )
+    sys.exit(EXIT_OK)
