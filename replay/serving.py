@@ -144,6 +144,8 @@ def _missing(r: ServingRun, latency: str) -> str | None:
             f"{r.source} holds only the tool's aggregates (no per-request arrays: run "
             "without --save-detailed); nothing to re-derive them from"
         )
+    if latency in r.unrecorded:
+        return r.unrecorded[latency]
     if latency in ("tpot", "e2el") and r.latencies is None:
         return (
             f"{r.source} records no per-request end-to-end latency ('latencies'; older "
@@ -189,6 +191,8 @@ def good_requests(stats: RunStats, slo_ms: dict[str, Fraction]) -> int | str:
     good = r.ok.copy()
     for name, slo in slo_ms.items():
         limit = float(slo) / 1000.0  # the double the tool compares with
+        if name in r.unrecorded:
+            return r.unrecorded[name]
         if name == "ttft":
             good &= r.ttfts <= limit
             continue

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bundler.errors import BundleError
-from bundler.importers import vllm
+from bundler.importers import aiperf, vllm
 from bundler.importers.run import ServingRun
 from replay.serving import RunStats
 
@@ -28,6 +28,26 @@ INDEX = "serving.json"
 PARSERS: dict[str, Callable[[bytes, str, str], ServingRun]] = {
     vllm.FORMAT: vllm.parse,
 }
+"""Formats whose run is one file; AIPerf's (records + aggregate) is handled in ``_parse``."""
+
+
+def _parse(
+    src: dict[str, Any], member: Callable[[str], bytes | None], where: str
+) -> ServingRun | str:
+    arm, fmt, path = src.get("arm"), src.get("format"), src.get("path")
+    data = member(f"files/{path}") if isinstance(path, str) else None
+    if not isinstance(arm, str) or data is None:
+        return f"{where}: needs an arm and a carried file"
+    if fmt == aiperf.FORMAT:
+        agg = src.get("aggregate_path")
+        adata = member(f"files/{agg}") if isinstance(agg, str) else None
+        if adata is None:
+            return f"{where}: an aiperf source needs its carried aggregate_path"
+        return aiperf.parse(data, str(path), adata, str(agg), arm)
+    parser = PARSERS.get(str(fmt))
+    if parser is None:
+        return f"{where}: unknown format {fmt!r}"
+    return parser(data, str(path), arm)
 
 
 @dataclass(frozen=True)
@@ -73,17 +93,16 @@ def load_serving(member: Callable[[str], bytes | None]) -> ServingData | None:
         if not isinstance(src, dict):
             problems.append(f"{where}: expected an object")
             continue
-        arm, fmt, path = src.get("arm"), src.get("format"), src.get("path")
-        parser = PARSERS.get(str(fmt))
-        data = member(f"files/{path}") if isinstance(path, str) else None
-        if not isinstance(arm, str) or parser is None or data is None:
-            problems.append(f"{where}: needs an arm, a known format and a carried file")
-            continue
         try:
-            run = parser(data, str(path), arm)
+            parsed = _parse(src, member, where)
         except BundleError as exc:
             problems.append(str(exc).replace("\n", " "))
             continue
+        if isinstance(parsed, str):
+            problems.append(parsed)
+            continue
+        run = parsed
+        path, arm = src.get("path"), run.arm
         key = (arm, run.load_point)
         if key in runs:
             problems.append(f"{path}: a second source for arm {arm} at {run.load_point}")

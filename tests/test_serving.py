@@ -349,3 +349,41 @@ def test_report_shows_latency_throughput_curve(tmp_path: Path) -> None:
     again = tmp_path / "r2.html"
     _cli("report", bundle, "--allow-unsigned", "--format", "html", "-o", str(again))
     assert again.read_bytes() == html.read_bytes()
+
+
+def test_goodput_imported_with_its_slos(tmp_path: Path) -> None:
+    # The value as vLLM computes it: successful requests with ttft <= 60 / 1000 s, per second.
+    d = _good(30)
+    ok = np.array([e == "" for e in d["errors"]])
+    d["request_goodput"] = (
+        int(np.count_nonzero(ok & (np.array(d["ttfts"]) <= 0.06))) / d["duration"]
+    )
+    old = _good(31)  # the older writer's key, with its trailing colon
+    old.pop("request_goodput")
+    old["request_goodput:"] = 0.0  # wrong on purpose: some requests meet the SLO
+    base, cand = _write(tmp_path, "b.json", d), _write(tmp_path, "c.json", old)
+    res = _import(tmp_path, [("base", base), ("cand", cand)], "--goodput", "ttft:60")
+    assert res.returncode == 0, res.stderr
+    code, doc = _seal_replay(tmp_path)
+    c = _claims(doc)
+    assert c["base.rinf-c8.request_goodput"]["status"] == "confirmed"
+    assert c["cand.rinf-c8.request_goodput"]["status"] == "contradicted"
+    assert code == 4
+    # Without --goodput the figure is listed as not claimed, never dropped silently.
+    res = _cli(
+        "import",
+        "vllm",
+        "-o",
+        str(tmp_path / "c2"),
+        "--arm",
+        f"base={base}",
+        "--arm",
+        f"cand={cand}",
+        "--commit",
+        "base=aaaaaaa",
+        "--commit",
+        "cand=bbbbbbb",
+    )
+    assert res.returncode == 0
+    rows = (tmp_path / "c2" / "not_claimed.jsonl").read_text().splitlines()
+    assert len(rows) == 2 and all("--goodput" in json.loads(r)["note"] for r in rows)

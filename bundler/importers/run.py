@@ -50,6 +50,8 @@ class ServingRun:
         aggregates: the tool's own aggregate figures (finite numbers only), by key.
         detailed: False when the file holds only aggregates (no per-request arrays).
         meta: other recorded settings (backend, model, date, ...), as text.
+        unrecorded: latency kind -> why the source cannot give its per-request
+            values (AIPerf: ``itl``); claims on it are unverifiable.
     """
 
     source: str
@@ -69,6 +71,7 @@ class ServingRun:
     itl: npt.NDArray[np.float64]
     aggregates: dict[str, float] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    unrecorded: dict[str, str] = field(default_factory=dict)
 
     @property
     def n(self) -> int:

@@ -26,22 +26,31 @@ from pathlib import Path
 from typing import Any
 
 from bundler.errors import Problem, UsageError
-from bundler.importers import vllm
+from bundler.importers import aiperf, vllm
 from bundler.importers.run import ServingRun, SourceError
 
 __all__ = ["FORMATS", "ImportResult", "import_campaign"]
 
-FORMATS = {vllm.FORMAT: vllm.parse}
+FORMATS = (vllm.FORMAT, aiperf.FORMAT)
 _ARM_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _SHA_RE = re.compile(r"^[0-9a-f]{7,64}$")
-_TOOL = {vllm.FORMAT: "vllm bench serve"}
+_TOOL = {vllm.FORMAT: "vllm bench serve", aiperf.FORMAT: "aiperf profile"}
 _API = {"openai-chat": "openai-chat-completions"}
 _NOT_RECORDED = (
     "worker teardown and exit status (no teardown budgets were invented)",
     "device telemetry",
     "the hardware, unless given with --hardware",
-    "warmup requests (the tool does not keep them)",
 )
+_NOT_RECORDED_BY = {
+    vllm.FORMAT: ("warmup requests (the tool does not keep them)",),
+    aiperf.FORMAT: (
+        "pooled inter-token gaps: " + aiperf.ITL_NOT_RECORDED + "; ITL claims are unverifiable",
+        "server identity: metadata.worker_id names AIPerf's client worker, not the server",
+        "request order and wall-clock request times: AIPerf records them "
+        "(metadata.session_num, request_start_ns, request_end_ns; carried verbatim) but "
+        "conformance does not check them yet",
+    ),
+}
 _THROUGHPUT = {
     "request_throughput": ("request_throughput", "requests/s"),
     "output_throughput": ("output_token_throughput", "tokens/s"),
@@ -72,15 +81,26 @@ def _decimal_text(x: float, decimals: int) -> str:
 
 
 def _claims_of(
-    run: ServingRun, decimals: int, goodput: Mapping[str, float] | None
+    run: ServingRun, decimals: int, goodput: Mapping[str, float] | None, tool: str
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     claims: list[dict[str, Any]] = []
     not_claimed: list[dict[str, Any]] = []
     base = {"arm": run.arm, "load_point": run.load_point}
-    tool = _TOOL.get("vllm", "the tool")
+    names: Mapping[str, str] = run.meta.get("aggregate_names", {})
+    written_in = str(run.meta.get("aggregate_source", run.source))
+    left = run.meta.get("not_claimed_aggregates", [])
+    if left:
+        not_claimed.append(
+            {
+                "what": f"{tool} aggregates at {run.arm} {run.load_point}: {', '.join(left)} "
+                f"(in {written_in})",
+                "note": "no statistic of the claims vocabulary has their definition "
+                "(min/max, chunk gaps, per-user rates, goodput without its SLOs)",
+            }
+        )
     for key, x in sorted(run.aggregates.items()):
         row: dict[str, Any] = {"claim_id": f"{run.arm}.{run.load_point}.{key.rstrip(':')}"}
-        text = f"{tool} wrote {key} = {x!r} in {run.source}"
+        text = f"{tool} wrote {names.get(key, key)} = {x!r} in {written_in}"
         m = vllm.AGGREGATE_RE.match(key)
         if m:
             kind, pct, latency = m.group(1), m.group(2), m.group(3)
@@ -157,19 +177,34 @@ def _check_args(
     return arms
 
 
-def _parse_all(fmt: str, sources: Sequence[tuple[str, Path]]) -> list[tuple[ServingRun, bytes]]:
-    parse = FORMATS[fmt]
-    out: list[tuple[ServingRun, bytes]] = []
+Carried = list[tuple[str, bytes]]
+"""The source's files as (name under ``sources/<arm>/``, bytes): one for vLLM, two for AIPerf."""
+
+
+def _read(fmt: str, path: Path, arm: str) -> tuple[ServingRun, Carried]:
+    if fmt == aiperf.FORMAT:
+        records, aggregate = aiperf.locate(path)
+        rdata, adata = records.read_bytes(), aggregate.read_bytes()
+        run = aiperf.parse(rdata, str(records), adata, str(aggregate), arm)
+        return run, [
+            (f"{run.load_point}/{aiperf.RECORDS_NAME}", rdata),
+            (f"{run.load_point}/{aiperf.AGGREGATE_NAME}", adata),
+        ]
+    data = path.read_bytes()
+    run = vllm.parse(data, str(path), arm)
+    return run, [(f"{run.load_point}.json", data)]
+
+
+def _parse_all(fmt: str, sources: Sequence[tuple[str, Path]]) -> list[tuple[ServingRun, Carried]]:
+    out: list[tuple[ServingRun, Carried]] = []
     seen: dict[tuple[str, str], str] = {}
     problems: list[Problem] = []
     for arm, path in sources:
         try:
-            data = path.read_bytes()
+            run, data = _read(fmt, path, arm)
         except OSError as exc:
             problems.append(Problem(str(path), None, None, exc.strerror or str(exc)))
             continue
-        try:
-            run = parse(data, str(path), arm)
         except SourceError as exc:
             problems += exc.problems
             continue
@@ -233,24 +268,30 @@ def import_campaign(
     load_points: dict[str, dict[str, Any]] = {}
     claims: list[dict[str, Any]] = []
     not_claimed: list[dict[str, Any]] = []
-    for run, data in parsed:
-        rel = f"sources/{run.arm}/{run.load_point}.json"
-        files[rel] = data
-        index_sources.append(
-            {
-                "arm": run.arm,
-                "format": fmt,
-                "path": rel,
-                "load_point": run.load_point,
-                "original_name": Path(run.source).name,
-                "sha256": hashlib.sha256(data).hexdigest(),
-            }
-        )
+    for run, carried in parsed:
+        rels = [f"sources/{run.arm}/{name}" for name, _ in carried]
+        for rel, (_, data) in zip(rels, carried, strict=True):
+            files[rel] = data
+        entry = {
+            "arm": run.arm,
+            "format": fmt,
+            "path": rels[0],
+            "load_point": run.load_point,
+            "original_name": Path(run.source).name,
+            "sha256": hashlib.sha256(carried[0][1]).hexdigest(),
+        }
+        if len(rels) > 1:
+            entry["aggregate_path"] = rels[1]
+            entry["aggregate_sha256"] = hashlib.sha256(carried[1][1]).hexdigest()
+        index_sources.append(entry)
         load_points.setdefault(run.load_point, _load_point_doc(run))
-        c, nc = _claims_of(replace_source(run, rel), decimals, goodput)
+        cited = replace_source(run, rels[0])
+        if len(rels) > 1:
+            cited = dataclasses.replace(cited, meta={**run.meta, "aggregate_source": rels[1]})
+        c, nc = _claims_of(cited, decimals, goodput, _TOOL[fmt])
         claims += c
         not_claimed += nc
-    not_recorded = list(_NOT_RECORDED)
+    not_recorded = [*_NOT_RECORDED, *_NOT_RECORDED_BY[fmt]]
     if any(not r.detailed for r in runs):
         not_recorded.append(
             "per-request arrays of: "

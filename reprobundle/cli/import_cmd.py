@@ -105,7 +105,7 @@ def import_command(
     hardware: str | None,
     campaign_id: str | None,
 ) -> None:
-    """Import a serving benchmark's result files (FORMAT: vllm) as a campaign directory.
+    """Import a serving benchmark's result files (FORMAT: vllm, aiperf) as a campaign directory.
 
     Every SOURCE must be assigned to an arm with --arm NAME=FILE (a file named only
     by --arm is a source too). The source files are carried verbatim; the

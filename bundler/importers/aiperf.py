@@ -1,0 +1,376 @@
+"""NVIDIA AIPerf ``aiperf profile`` exports (``profile_export.jsonl`` and its aggregate JSON).
+
+Followed writer (read in the public code search): ai-dynamo/aiperf at commit
+3a4b58d5 (``docs/metrics_reference.md``, the ``MetricArray.to_result``
+aggregation) and its mirror nvda-ci/aiperf at commit 8e6a033d
+(``docs/tutorials/working-with-profile-exports.md``, the record and export
+models). One run writes, into its artifact directory:
+
+- ``profile_export.jsonl``: one JSON object per request,
+  ``{"metadata": {session_num, x_request_id, request_start_ns, request_ack_ns,
+  request_end_ns, worker_id, record_processor_id, benchmark_phase,
+  was_cancelled, ...}, "metrics": {<tag>: {"value": .., "unit": ..}, ...},
+  "error": null | {code, type, message}}``. A failed request has an ``error``
+  and at most ``error_isl`` among its metrics.
+- ``profile_export_aiperf.json``: one object; per metric tag
+  ``{"unit": .., "avg": .., "p1" .. "p99": .., "min", "max", "std"}``
+  (``numpy.percentile`` linear and population ``numpy.std`` over the
+  per-record values), single-value metrics (``request_throughput``,
+  ``benchmark_duration``, ``request_count``, ``total_isl``, ``total_osl``)
+  with only ``avg``, and ``input_config`` (``loadgen.concurrency``,
+  ``loadgen.request_rate``, ``loadgen.request_count``).
+
+Definitions used here (``specs/claims-vocabulary.md``): AIPerf's per-record
+``inter_token_latency`` is ``(request_latency - time_to_first_token) /
+(output_sequence_length - 1)``, which is the vocabulary's TPOT, so its
+aggregates become TPOT claims. AIPerf records no individual inter-token gaps
+(``inter_chunk_latency`` holds gaps between response *chunks*), so ITL is
+not recorded: ITL claims are unverifiable. The duration is the recorded
+``benchmark_duration`` (AIPerf: last response minus first request).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bundler.errors import Problem
+from bundler.importers.run import ServingRun, SourceError, load_point_id
+
+__all__ = ["AGGREGATE_NAME", "FORMAT", "RECORDS_NAME", "locate", "parse"]
+
+FORMAT = "aiperf"
+RECORDS_NAME = "profile_export.jsonl"
+AGGREGATE_NAME = "profile_export_aiperf.json"
+
+_LATENCY_TAGS = {
+    "time_to_first_token": "ttft",
+    "request_latency": "e2el",
+    "inter_token_latency": "tpot",
+}
+_STATS = {"avg": "mean", "std": "std"}
+_SINGLE = {
+    "request_throughput": "request_throughput",
+    "output_token_throughput": "output_throughput",
+    "total_token_throughput": "total_token_throughput",
+    "request_count": "completed",
+    "error_request_count": "failed",
+    "total_isl": "total_input_tokens",
+    "total_osl": "total_output_tokens",
+}
+_NEEDED = (
+    "time_to_first_token",
+    "request_latency",
+    "input_sequence_length",
+    "output_sequence_length",
+)
+ITL_NOT_RECORDED = (
+    "AIPerf records no individual inter-token gaps (its inter_token_latency is a per-request "
+    "average, inter_chunk_latency holds gaps between response chunks): ITL cannot be re-derived"
+)
+
+
+def _fail(where: str, field: str | None, message: str, record: str | None = None) -> SourceError:
+    return SourceError(
+        f"{where}: not a usable AIPerf export", [Problem(where, record, field, message)]
+    )
+
+
+def locate(path: Path) -> tuple[Path, Path]:
+    """The records and aggregate files of a run, given its directory or either file.
+
+    Raises:
+        SourceError: one of the two files is not there.
+    """
+    if path.is_dir():
+        records, aggregate = path / RECORDS_NAME, path / AGGREGATE_NAME
+    elif path.name.endswith(".jsonl"):
+        records, aggregate = path, path.with_name(AGGREGATE_NAME)
+    else:
+        records, aggregate = path.with_name(RECORDS_NAME), path
+    for p, what in ((records, "per-request records"), (aggregate, "aggregate statistics")):
+        if not p.is_file():
+            raise _fail(
+                str(path),
+                None,
+                f"no {p.name} ({what}) at {p}: an AIPerf run is read from its artifact "
+                f"directory ({RECORDS_NAME} and {AGGREGATE_NAME} side by side)",
+            )
+    return records, aggregate
+
+
+def _keep_constant(name: str) -> float:
+    # Bare NaN/Infinity literals are kept so the checks can name the field.
+    return float(name)
+
+
+def _load(text: str, where: str, record: str | None) -> Any:
+    try:
+        return json.loads(text, parse_constant=_keep_constant)
+    except json.JSONDecodeError as exc:
+        msg = f"not JSON (truncated?): {exc.msg} at column {exc.colno}"
+        raise _fail(where, None, msg, record) from exc
+    except RecursionError as exc:
+        raise _fail(where, None, "nested too deeply", record) from exc
+
+
+def _decode(data: bytes, where: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _fail(where, None, f"not UTF-8 ({exc.reason} at byte {exc.start})") from exc
+
+
+def _finite(v: Any) -> bool:
+    return not isinstance(v, bool) and isinstance(v, int | float) and math.isfinite(v)
+
+
+def _metric(metrics: dict[str, Any], tag: str, unit: str, where: str, record: str) -> float | None:
+    m = metrics.get(tag)
+    if m is None:
+        return None
+    if not isinstance(m, dict) or "value" not in m:
+        raise _fail(where, f"metrics.{tag}", 'expected {"value": .., "unit": ..}', record)
+    if m.get("unit") != unit:
+        raise _fail(
+            where, f"metrics.{tag}.unit", f"expected {unit!r}, found {m.get('unit')!r}", record
+        )
+    v = m["value"]
+    if not _finite(v) or v < 0:
+        raise _fail(
+            where, f"metrics.{tag}.value", f"expected a finite number >= 0, found {v!r}", record
+        )
+    if unit == "tokens" and v != int(v):
+        raise _fail(where, f"metrics.{tag}.value", f"expected a token count, found {v!r}", record)
+    return float(v)
+
+
+def _aggregate_doc(data: bytes, where: str) -> dict[str, Any]:
+    doc = _load(_decode(data, where), where, None)
+    if not isinstance(doc, dict) or not isinstance(doc.get("benchmark_duration"), dict):
+        raise _fail(
+            where,
+            "benchmark_duration",
+            "missing: not the aggregate export of aiperf profile (profile_export_aiperf.json)",
+        )
+    return doc
+
+
+def _load_point(doc: dict[str, Any], where: str) -> tuple[float, int | None, int | None]:
+    cfg = doc.get("input_config")
+    loadgen = cfg.get("loadgen") if isinstance(cfg, dict) else None
+    if not isinstance(loadgen, dict):
+        raise _fail(
+            where,
+            "input_config.loadgen",
+            "missing: the load point (concurrency, rate) is recorded only there",
+        )
+    conc = loadgen.get("concurrency")
+    if conc is not None and (isinstance(conc, bool) or not isinstance(conc, int) or conc < 1):
+        raise _fail(
+            where, "input_config.loadgen.concurrency", f"expected an integer >= 1, found {conc!r}"
+        )
+    rate = loadgen.get("request_rate")
+    if rate is None:
+        rate_f = math.inf  # no rate limit configured: requests go out as concurrency allows
+    elif not _finite(rate) or rate <= 0:
+        raise _fail(
+            where, "input_config.loadgen.request_rate", f"expected a number > 0, found {rate!r}"
+        )
+    else:
+        rate_f = float(rate)
+    count = loadgen.get("request_count")
+    n = count if isinstance(count, int) and not isinstance(count, bool) and count >= 1 else None
+    return rate_f, conc, n
+
+
+def _latency_aggregates(
+    tag: str, m: dict[str, Any], where: str, out: dict[str, float], names: dict[str, str]
+) -> list[str]:
+    if m["unit"] != "ms":
+        raise _fail(where, f"{tag}.unit", f"expected 'ms', found {m['unit']!r}")
+    lat = _LATENCY_TAGS[tag]
+    left: list[str] = []
+    for stat, v in m.items():
+        if stat == "unit":
+            continue
+        if stat in _STATS:
+            key = f"{_STATS[stat]}_{lat}_ms"
+        elif stat.startswith("p") and stat[1:].replace(".", "", 1).isdigit():
+            key = f"{stat}_{lat}_ms"
+        else:
+            left.append(f"{tag}.{stat}")
+            continue
+        if not _finite(v):
+            raise _fail(where, f"{tag}.{stat}", f"expected a finite number, found {v!r}")
+        out[key] = float(v)
+        names[key] = f"{tag}.{stat}"
+    return left
+
+
+def _aggregates(
+    doc: dict[str, Any], where: str
+) -> tuple[dict[str, float], dict[str, str], list[str]]:
+    """Canonical (vLLM-style) key -> value, canonical key -> AIPerf name, names left out."""
+    out: dict[str, float] = {}
+    names: dict[str, str] = {}
+    left: list[str] = []
+    for tag, m in sorted(doc.items()):
+        if not isinstance(m, dict) or "unit" not in m:
+            continue
+        if tag in _LATENCY_TAGS:
+            left += _latency_aggregates(tag, m, where, out, names)
+        elif tag in _SINGLE and "avg" in m:
+            v = m["avg"]
+            if not _finite(v):
+                raise _fail(where, f"{tag}.avg", f"expected a finite number, found {v!r}")
+            out[_SINGLE[tag]] = float(v)
+            names[_SINGLE[tag]] = f"{tag}.avg"
+        elif tag != "benchmark_duration":
+            left.append(tag)
+    return out, names, left
+
+
+Row = tuple[bool, float, float, float, float, bool]
+"""One request: ok, input tokens, output tokens, TTFT s, latency s, TPOT recorded if due."""
+
+
+def _record(r: Any, where: str, rec: str) -> Row | None:
+    if not isinstance(r, dict) or not isinstance(r.get("metadata"), dict):
+        raise _fail(where, "metadata", "expected a record {metadata, metrics, error}", rec)
+    if r["metadata"].get("benchmark_phase", "profiling") != "profiling":
+        return None  # warmup: not part of the measured run, as in AIPerf's own aggregates
+    metrics = r.get("metrics") or {}
+    if not isinstance(metrics, dict):
+        raise _fail(where, "metrics", "expected an object or null", rec)
+    error = r.get("error")
+    if error is not None and not isinstance(error, dict):
+        raise _fail(where, "error", "expected null or an object", rec)
+    if error is not None:
+        isl = _metric(metrics, "error_isl", "tokens", where, rec)
+        return False, isl or 0.0, 0.0, math.nan, math.nan, True
+    vals = {
+        t: _metric(metrics, t, "ms" if t in _LATENCY_TAGS else "tokens", where, rec)
+        for t in _NEEDED
+    }
+    missing = [t for t, v in vals.items() if v is None]
+    if missing:
+        raise _fail(
+            where,
+            f"metrics.{missing[0]}",
+            "missing in a successful record (a non-streaming run has no time_to_first_token; "
+            "only streaming runs are imported)",
+            rec,
+        )
+    osl = vals["output_sequence_length"] or 0.0
+    return (
+        True,
+        vals["input_sequence_length"] or 0.0,
+        osl,
+        (vals["time_to_first_token"] or 0.0) / 1000.0,
+        (vals["request_latency"] or 0.0) / 1000.0,
+        osl <= 1 or "inter_token_latency" in metrics,
+    )
+
+
+def parse_records(
+    data: bytes, where: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
+    """ok, input_lens, output_lens, ttfts (s), latencies (s), and whether every
+    successful request with more than one output token has its inter_token_latency."""
+    rows: list[Row] = []
+    text = _decode(data, where)
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    elif lines:
+        # The writer ends every record with a newline: a last line without one was cut off.
+        raise _fail(
+            where, None, "the last line has no newline: the file was cut off", f"line {len(lines)}"
+        )
+    for i, line in enumerate(lines, start=1):
+        rec = f"line {i}"
+        if not line.strip():
+            raise _fail(where, None, "empty line", rec)
+        row = _record(_load(line, where, rec), where, rec)
+        if row is not None:
+            rows.append(row)
+    if not rows:
+        raise _fail(where, None, "no profiling records")
+    ok, inp, out, ttft, lat, due = zip(*rows, strict=True)
+    return (
+        np.array(ok, dtype=np.bool_),
+        np.array(inp, dtype=np.int64),
+        np.array(out, dtype=np.int64),
+        np.array(ttft, dtype=np.float64),
+        np.array(lat, dtype=np.float64),
+        all(due),
+    )
+
+
+def parse(
+    records: bytes, records_where: str, aggregate: bytes, aggregate_where: str, arm: str
+) -> ServingRun:
+    """Parse one AIPerf run of ``arm``; the load point comes from its aggregate's input_config.
+
+    Raises:
+        SourceError: a file is not AIPerf's, a line is truncated or not a record,
+            a successful record misses a metric or has a negative or non-finite one.
+    """
+    doc = _aggregate_doc(aggregate, aggregate_where)
+    rate, conc, n_req = _load_point(doc, aggregate_where)
+    dur = doc["benchmark_duration"]
+    if dur.get("unit") not in ("sec", "s"):
+        raise _fail(
+            aggregate_where, "benchmark_duration.unit", f"expected 'sec', found {dur.get('unit')!r}"
+        )
+    d = dur.get("avg")
+    if not _finite(d) or d <= 0:
+        raise _fail(
+            aggregate_where, "benchmark_duration.avg", f"expected a number > 0, found {d!r}"
+        )
+    aggregates, names, left = _aggregates(doc, aggregate_where)
+    ok, inp, out, ttft, lat, tpot_complete = parse_records(records, records_where)
+    unrecorded = {"itl": f"{records_where}: {ITL_NOT_RECORDED}"}
+    if not tpot_complete:
+        unrecorded["tpot"] = (
+            f"{records_where}: a successful request with more than one output token has no "
+            "inter_token_latency (its tokens came in one chunk), so AIPerf's TPOT set differs "
+            "from the records' and cannot be re-derived"
+        )
+    cfg = doc.get("input_config")
+    meta: dict[str, Any] = {
+        "tool": FORMAT,
+        "aggregate_source": aggregate_where,
+        "aggregate_names": names,
+        "not_claimed_aggregates": left,
+    }
+    for k in ("start_time", "end_time", "was_cancelled"):
+        if k in doc:
+            meta[k] = doc[k]
+    if isinstance(cfg, dict) and isinstance(cfg.get("endpoint"), dict):
+        meta["endpoint_type"] = cfg["endpoint"].get("type")
+    return ServingRun(
+        source=records_where,
+        arm=arm,
+        load_point=load_point_id(rate, conc),
+        request_rate=rate,
+        max_concurrency=conc,
+        num_prompts=n_req,
+        duration_s=float(d),
+        detailed=True,
+        ok=ok,
+        input_lens=inp,
+        output_lens=out,
+        ttfts=ttft,
+        latencies=lat,
+        itl_counts=np.zeros(ok.size, dtype=np.int64),
+        itl=np.zeros(0, dtype=np.float64),
+        aggregates=aggregates,
+        meta=meta,
+        unrecorded=unrecorded,
+    )
