@@ -181,8 +181,11 @@ def main() -> None:
     help="Encrypt the private key with the passphrase in this file (never prompted).",
 )
 @click.option("--force", is_flag=True, help="Overwrite existing key files.")
+@verbosity_options
 @json_option
-def keygen(output: Path, passphrase_file: Path | None, force: bool, as_json: bool) -> None:
+def keygen(
+    output: Path, passphrase_file: Path | None, force: bool, verbosity: int, as_json: bool
+) -> None:
     """Create an Ed25519 key pair and print its key ID."""
     from bundler.keys import generate_keypair
 
@@ -199,6 +202,9 @@ def keygen(output: Path, passphrase_file: Path | None, force: bool, as_json: boo
                 }
             )
         else:
+            if verbosity <= QUIET:
+                click.echo(kp.key_id)
+                return
             click.echo(f"private key: {safe(str(kp.private_path))}")
             click.echo(f"public key:  {safe(str(kp.public_path))}")
             click.echo(f"key id:      {kp.key_id}")
@@ -546,6 +552,7 @@ def _media_total(dirs: tuple[Path, ...]) -> int:
     type=click.Path(path_type=Path),
     help="Write the countersigned bundle here instead of replacing BUNDLE.",
 )
+@verbosity_options
 @json_option
 def sign(
     bundle: Path,
@@ -555,6 +562,7 @@ def sign(
     trusted_keys: Path | None,
     force_adopt: bool,
     output: Path | None,
+    verbosity: int,
     as_json: bool,
 ) -> None:
     """Add a countersignature to BUNDLE; no other member changes.
@@ -589,8 +597,11 @@ def sign(
             )
             return
         click.echo(
-            f"signed {safe(str(res.output))} as {res.added}; {len(res.signers)} signature(s)"
+            f"{verdict('SIGNED', 'good')} {safe(str(res.output))} as {res.added}; "
+            f"{len(res.signers)} signature(s)"
         )
+        if verbosity <= QUIET:
+            return
         if res.endorsed:
             click.echo(f"  countersigns a signature verified by {', '.join(res.endorsed)}")
         else:
@@ -716,8 +727,9 @@ def _print_inspect_contents(info: dict[str, Any], verbosity: int) -> None:
 @click.argument(
     "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
 )
+@verbosity_options
 @json_option
-def lint_text_cmd(files: tuple[Path, ...], as_json: bool) -> None:
+def lint_text_cmd(files: tuple[Path, ...], verbosity: int, as_json: bool) -> None:
     """Find closing syntax ("fixes #123") in summary text (exit 1 if any is found)."""
     from bundler.lint_text import find_closing_references
 
@@ -729,6 +741,10 @@ def lint_text_cmd(files: tuple[Path, ...], as_json: bool) -> None:
         if as_json:
             emit_json({"ok": not found, "findings": found})
         else:
+            if verbosity <= QUIET:
+                found_text = f"closing syntax found: {len(found)}" if found else "clean"
+                click.echo(verdict(found_text, "bad" if found else "good"))
+                sys.exit(EXIT_INTEGRITY if found else EXIT_OK)
             for r in found:
                 click.echo(
                     f"{safe(r['file'])}:{r['line']}:{r['column']}: closing keyword "
@@ -748,9 +764,12 @@ def _verify_word(v: dict[str, Any]) -> str:
     return "ok" if v.get("trusted") else "intact, UNTRUSTED"
 
 
-def _print_inventory(rep: Any) -> None:
+def _print_inventory(rep: Any, verbosity: int) -> None:
     d = rep.to_dict()
-    click.echo(f"{safe(d['root'])}: {'CONSISTENT' if d['ok'] else 'INCONSISTENT'}")
+    word = verdict("CONSISTENT", "good") if d["ok"] else verdict("INCONSISTENT", "bad")
+    click.echo(f"{safe(d['root'])}: {word}")
+    if verbosity <= QUIET:
+        return
     for e in d["added"]:
         click.echo(f"  registered  {safe(e['path'])} (id {safe(e['id'])}, kind {safe(e['kind'])})")
     for bad in d["invalid"]:
@@ -797,6 +816,7 @@ def _print_inventory(rep: Any) -> None:
     multiple=True,
     help="Folder holding external artifacts to check (repeatable).",
 )
+@verbosity_options
 @json_option
 def inventory(
     root: Path,
@@ -805,6 +825,7 @@ def inventory(
     trusted_keys: Path | None,
     allow_unsigned: bool,
     media_dirs: tuple[Path, ...],
+    verbosity: int,
     as_json: bool,
 ) -> None:
     """Check that ROOT's evidence entries match its inventory.json register."""
@@ -823,7 +844,7 @@ def inventory(
         if as_json:
             emit_json(rep.to_dict())
         else:
-            _print_inventory(rep)
+            _print_inventory(rep, verbosity)
         sys.exit(EXIT_OK if rep.ok else EXIT_INTEGRITY)
 
 
