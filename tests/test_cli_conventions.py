@@ -18,6 +18,8 @@ from tests.cli_workspace import make_workspace
 
 # One successful --json invocation per command, with the exit code it must give.
 SUCCESS: dict[str, tuple[list[str], int]] = {
+    "init": (["init", "new-campaign"], 0),
+    "export": (["export", "run.bundle", "exported", "--key", "author.pub"], 0),
     "keygen": (["keygen", "-o", "newkey"], 0),
     "seal": (["seal", "campaign", "-o", "s.bundle", "--key", "author"], 0),
     "verify": (["verify", "run.bundle", "--key", "author.pub"], 0),

@@ -859,6 +859,11 @@ def _register_replay_commands() -> None:
     main.add_command(plan_group)
     main.add_command(rerun_command)
 
+    from reprobundle.cli.init_export_cmd import export_command, init_command
+
+    main.add_command(init_command)
+    main.add_command(export_command)
+
 
 _register_replay_commands()
 
