@@ -22,7 +22,7 @@ case ",$extras," in
       "usually 3-4 minutes, less when the wheels are cached" ;;
   *)
     say "installing reprobundle (editable)${extras:+ with extras '$extras'}: click, pyarrow, numpy," \
-      "scipy, cryptography, ... (about 0.5 GB); usually about 1 minute, less when cached" ;;
+      "scipy, cryptography, ... (about 0.5 GB); usually 1-2 minutes, less when cached" ;;
 esac
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e "$spec"
 say "ready: .venv/bin/bundle"

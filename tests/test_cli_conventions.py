@@ -220,3 +220,13 @@ def test_no_colour_off_a_terminal_or_under_no_color(
     assert common.verdict("VERIFIED", "good") == "VERIFIED"
     monkeypatch.delenv("NO_COLOR")
     assert common.verdict("VERIFIED", "good") == "\x1b[32m\x1b[1mVERIFIED\x1b[0m"
+
+
+def test_shell_completion_as_documented() -> None:
+    """README: eval "$(_BUNDLE_COMPLETE=bash_source bundle)"; completing 'bundle ver'."""
+    runner = CliRunner()
+    script = runner.invoke(main, [], prog_name="bundle", env={"_BUNDLE_COMPLETE": "bash_source"})
+    assert script.exit_code == 0 and "_bundle_completion()" in script.stdout
+    env = {"_BUNDLE_COMPLETE": "bash_complete", "COMP_WORDS": "bundle ver", "COMP_CWORD": "1"}
+    done = runner.invoke(main, [], prog_name="bundle", env=env)
+    assert done.stdout.split() == ["plain,verify"]
