@@ -603,12 +603,26 @@ def _worst_case_finding(
     if not over:
         return None
     total = elapsed_s + sum(b.worst_case_s for b in budgets)
+    # What would make the worst case fit: the wave budget every position may use
+    # once start-ups and teardowns are paid, or the soft TERM it would need.
+    fixed = elapsed_s + sum(b.startup_s + b.teardown_s for b in budgets)
+    wave_fit = (res.soft_term_s - fixed) / len(budgets)
+    change = (
+        f"timeouts.wave_s to at most {_fmt_s(wave_fit)} (only if every wave really fits in it)"
+        if wave_fit > 0
+        else "fewer positions or shorter start-up and teardown budgets"
+    )
     return Finding(
         "warning",
         "worst-case-exceeds-reservation",
         "reservation.soft_term_s",
         f"if every arm position used its whole budget ({_fmt_s(total)} in all), the soft TERM "
-        f"at {_fmt_s(res.soft_term_s)} would cut: " + ", ".join(over),
+        f"at {_fmt_s(res.soft_term_s)} would cut: " + ", ".join(over) + ". A risk, not a "
+        "certainty: it happens only if earlier positions run up to their deadlines; the "
+        "positions named would then end in timeouts and the attempt would be interrupted, "
+        "not accepted. To make the worst case fit, set " + change + ", or "
+        f"reservation.soft_term_s to at least {_fmt_s(total)}; for a plan already sealed, "
+        "start the run early in the reservation (less set-up time before it)",
     )
 
 

@@ -1219,6 +1219,22 @@ TERM at 9,900 s and 180 s kill grace; start-up budget 900 s. The accepted run
 spanned {used_s:,} s from its first server launch to its end, inside the soft
 TERM.
 
+`bundle seal` and `bundle plan check` warn `worst-case-exceeds-reservation` on
+this plan, and the warning stays: if all four arm positions used their whole
+budgets (900 s start-up + 3,600 s wave + TERM/KILL waits each, 18,480 s in
+all), the soft TERM at 9,900 s would cut candidate-2 and baseline-2. It is a
+risk the seed campaign took, not a failure: the accepted attempt `final-2`
+finished in 9,238 s. (The interrupted `final-1` shows the risk is real: it
+started in a reservation already partly used by set-up.) The plan is the one
+that was frozen and run, so the sample keeps it as published; changing the
+wave budget now would make the bundle describe a plan nobody ran. The warning's
+first remedy does not apply here: it offers `timeouts.wave_s` of at most
+1,455 s, but baseline-1's seven requests in `final-2` took 3,026.6 s (sum of
+their `e2e_s` in `receipts.jsonl`), so that wave budget would cut the baseline.
+A new campaign with these timings needs the other remedy: a soft TERM of at
+least 18,480 s (a longer reservation), or its four servers split over two
+reservations.
+
 ## External artifacts
 
 The 26 output MP4s of `final-2`, the two LPIPS weight files and the four full

@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
-# The test suite, from a fresh machine: environment with the dev, media, report and lpips
-# extras (torch 2.14.1 from this machine's disk: about 3 minutes and 5.3 GiB), then pytest.
+# The test suite, from a fresh machine: environment with the dev, media and report extras,
+# plus the lpips extra (torch 2.14.1 + torchvision: about 5.5 GB and 3-4 minutes), then pytest.
+# Usage: scripts/test.sh [--no-lpips] [PYTEST ARGS...]
+#   --no-lpips  install without the lpips extra (no torch; about 0.5 GB): the tests that need
+#               torch skip, each saying which extra is missing (pytest -ra lists them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/env.sh dev,media,report,lpips
+extras="dev,media,report,lpips"
+if [ "${1:-}" = "--no-lpips" ]; then
+  extras="dev,media,report"
+  shift
+fi
+scripts/env.sh "$extras"
 .venv/bin/python -m pytest "$@"

@@ -291,11 +291,18 @@ def _assert_no_forged_line(text: str) -> None:
 
 
 def test_verify_and_inspect_escape_hostile_names(spoof_bundle: Path, keys: Keys) -> None:
+    # The default summary groups artifacts by availability: escaped there too.
     out = run("verify", spoof_bundle, "--key", keys.public_path, check=0).stdout
     _assert_no_forged_line(out)
+    assert "availability: NAS\\nspoof.bundle: VERIFIED\\x1b[1m" in out
+    _assert_no_forged_line(run("inspect", spoof_bundle, check=0).stdout)
+    # -v lists every path.
+    out = run("verify", spoof_bundle, "--key", keys.public_path, "-v", check=0).stdout
+    _assert_no_forged_line(out)
     assert "media/clip\\u202e4pm.exe  [NAS\\nspoof.bundle: VERIFIED\\x1b[1m]" in out
-    assert sum("VERIFIED" in line for line in out.splitlines()) == 2  # headline + escaped one
-    info = run("inspect", spoof_bundle, check=0).stdout
+    # The headline, the escaped artifact and the escaped member name (-v lists members).
+    assert sum("VERIFIED" in line for line in out.splitlines()) == 3
+    info = run("inspect", spoof_bundle, "-v", check=0).stdout
     _assert_no_forged_line(info)
     assert "files/notes\\nspoof.bundle: VERIFIED\\x1b[0m.txt" in info
     for cmd in ("verify", "inspect"):

@@ -166,7 +166,7 @@ def test_rerun_reproduces_the_effect_and_records_a_hang_and_a_stubborn_worker(
     clip_file.write_bytes(make_mp4(42, "a violinist at dusk", reference=tiny_png()))
     args = [
         str(sealed_path),
-        "--out",
+        "-o",
         str(out),
         "--launch",
         "--launch-cwd",
@@ -453,7 +453,7 @@ def test_sigterm_to_the_rerun_is_a_reservation_stop(tmp_path: Path) -> None:
             rerun_command,
             [
                 str(tmp_path / "orig.bundle"),
-                "--out",
+                "-o",
                 str(tmp_path / "rerun"),
                 "--launch",
                 "--launch-cwd",

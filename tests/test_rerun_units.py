@@ -349,7 +349,7 @@ def test_dry_run_shows_schedule_commands_and_estimate(tmp_path: Path) -> None:
     seal_campaign(camp, tmp_path / "orig.bundle")
     args = [
         str(tmp_path / "orig.bundle"),
-        "--out",
+        "-o",
         str(tmp_path / "rerun"),
         "--launch",
         "--allow-unsigned",
@@ -385,7 +385,7 @@ def test_the_rerun_reads_its_bundle_only_once_verified(tmp_path: Path, keys: Key
     unsigned = tmp_path / "orig.bundle"
     seal_campaign(camp, unsigned)
     out = tmp_path / "rerun"
-    args = ["--out", str(out), "--launch", "--dry-run"]
+    args = ["-o", str(out), "--launch", "--dry-run"]
     res = CliRunner().invoke(rerun_command, [str(unsigned), *args, "--key", str(keys.public_path)])
     assert res.exit_code == 1, res.output
     assert "no trusted key verified it" in res.output

@@ -9,8 +9,9 @@ document with ``--json``, never a traceback.
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
@@ -33,6 +34,62 @@ def emit_json(doc: Any) -> None:
     click.echo(
         json_safe(json.dumps(doc, indent=2, sort_keys=True, default=str, ensure_ascii=False))
     )
+
+
+class JsonAwareGroup(click.Group):
+    """The ``bundle`` group: click's own usage errors become JSON under ``--json``.
+
+    Click reports a bad option, a missing file or a bad value itself, before any
+    command runs, as text on stderr. With ``--json`` anywhere on the command line
+    the same error is also printed as our error document on stdout (the shape of
+    :func:`fail`), with the same exit code 2, so a script reading stdout always
+    gets JSON.
+    """
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        wants_json = "--json" in (argv[: argv.index("--")] if "--" in argv else argv)
+        try:
+            rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.ClickException as exc:
+            if not standalone_mode:
+                raise
+            if wants_json:
+                emit_json(usage_error_doc(exc))
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            if not standalone_mode:
+                raise
+            click.echo("interrupted; nothing was written", err=True)
+            sys.exit(130)
+        if not standalone_mode:
+            return rv
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def usage_error_doc(exc: click.ClickException) -> dict[str, Any]:
+    """Click's usage error ``exc`` as our ``--json`` error document."""
+    param = getattr(exc, "param", None)
+    field = None
+    if param is not None:
+        field = param.opts[0] if getattr(param, "opts", None) else param.name
+    ctx = getattr(exc, "ctx", None)
+    where = ctx.command_path if ctx is not None else None
+    message = exc.format_message()
+    return {
+        "ok": False,
+        "error": message,
+        "exit_code": exc.exit_code,
+        "problems": [{"where": where, "record": None, "field": field, "message": message}],
+    }
 
 
 def error_text(exc: BundleError) -> str:
@@ -75,6 +132,63 @@ def cli_errors(as_json: bool = False) -> Iterator[None]:
     except KeyboardInterrupt:
         click.echo("interrupted; nothing was written", err=True)
         sys.exit(130)
+
+
+def examples(*commands: str) -> str:
+    """An unwrapped ``Examples:`` help block; each command line is run by the tests.
+
+    Each entry is ``"bundle ... # what it does"``; ``tests/test_cli_help_examples.py``
+    extracts every ``$ bundle`` line from ``--help`` and runs it on a small sample.
+    """
+    return "\b\nExamples:\n" + "\n".join(f"  $ {c}" for c in commands) + "\n\n"
+
+
+QUIET, NORMAL, VERBOSE = -1, 0, 1
+
+
+def verbosity_options(f: F) -> F:
+    """``-q/--quiet`` (the verdict line only) and ``-v/--verbose`` (the full listing).
+
+    Both write one ``verbosity`` value (-1, 0 or 1); ``--json`` output is the
+    same at every level.
+    """
+    f = click.option(
+        "-v",
+        "--verbose",
+        "verbosity",
+        flag_value=VERBOSE,
+        help="Full listing (every member and artifact), not the summary.",
+    )(f)
+    return click.option(
+        "-q",
+        "--quiet",
+        "verbosity",
+        flag_value=QUIET,
+        default=NORMAL,
+        help="Print the verdict line only (errors still go to stderr).",
+    )(f)
+
+
+def colour_enabled() -> bool:
+    """Colour only on a terminal, and never when ``NO_COLOR`` is set (no-color.org)."""
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+_TONES = {"good": "green", "bad": "red", "warn": "yellow"}
+
+
+def verdict(word: str, tone: str) -> str:
+    """A verdict word, coloured by ``tone`` (good, bad, warn) where colour is enabled."""
+    return click.style(word, fg=_TONES[tone], bold=True) if colour_enabled() else word
+
+
+def hidden_alias(old: str, dest: str, new: str, **kwargs: Any) -> Callable[[F], F]:
+    """A hidden, deprecated spelling ``old`` of option ``new``, parsed into ``dest``.
+
+    The command merges ``dest`` into the new option's value; the old spelling keeps
+    working for scripts written against earlier releases but is no longer shown.
+    """
+    return click.option(old, dest, hidden=True, help=f"Deprecated spelling of {new}.", **kwargs)
 
 
 def trust_options(allow_unsigned_help: str) -> Callable[[F], F]:

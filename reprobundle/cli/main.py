@@ -26,17 +26,84 @@ from bundler.errors import (
     EXIT_OK,
     UsageError,
 )
-from reprobundle.cli.common import cli_errors, emit_json, trust_options
+from reprobundle.cli.common import (
+    QUIET,
+    VERBOSE,
+    JsonAwareGroup,
+    cli_errors,
+    emit_json,
+    examples,
+    hidden_alias,
+    trust_options,
+    verbosity_options,
+    verdict,
+)
 
 EXIT_HELP = """\b
-Exit codes:
+Exit codes (each command's own are listed in its --help):
   0  ok
   1  integrity failure: tampered, truncated, unsigned or untrusted bundle
   2  usage or input error: bad arguments, invalid campaign, unreadable key
   3  could not run: I/O error, missing optional dependency
-  4  replay: a claim contradicted or a gate failed
-  5  replay: a claim could not be verified
+  4  replay/report/rerun: a claim contradicted, a gate failed, an attempt rejected
+  5  replay/report: a claim could not be verified
 """
+
+
+def _exits(*lines: str) -> str:
+    """A command's own exit codes, as an unwrapped help epilog."""
+    return "\b\nExit codes:\n" + "\n".join(f"  {line}" for line in lines) + "\n"
+
+
+KEYGEN_EXIT_HELP = _exits(
+    "0  key pair written",
+    "2  output exists (no --force), passphrase file missing, bad arguments",
+    "3  cannot write the key files",
+)
+SEAL_EXIT_HELP = _exits(
+    "0  bundle written",
+    "2  invalid campaign (each problem named by file, record, field), key unreadable,",
+    "   --key/--unsigned missing or both, output exists (no --force)",
+    "3  cannot read a carried file or write the output",
+)
+VERIFY_EXIT_HELP = _exits(
+    "0  intact, and a trusted key verified a signature (VERIFIED); with",
+    "   --allow-unsigned also intact but untrusted (UNTRUSTED)",
+    "1  any integrity problem, or unsigned/untrusted without --allow-unsigned",
+    "2  no --key/--trusted-keys and no --allow-unsigned; unreadable key; bad --media",
+    "3  the bundle cannot be read",
+)
+SIGN_EXIT_HELP = _exits(
+    "0  signature added (countersigned, or ADOPTED with --force-adopt)",
+    "1  the bundle has an integrity problem, or no trusted key verified a signature",
+    "2  key unreadable or wrong, that key already signed, no trust option given",
+    "3  cannot read or write",
+)
+INSPECT_EXIT_HELP = _exits(
+    "0  summary printed, even when it lists problems (inspect does not judge: use verify)",
+    "1  malformed container, or no readable manifest",
+    "2  unreadable key, bad arguments",
+    "3  the bundle cannot be read",
+)
+LINT_EXIT_HELP = _exits(
+    "0  no closing syntax in any file",
+    "1  closing syntax found (each printed as FILE:LINE:COLUMN)",
+    "2  a file is missing, bad arguments",
+    "3  a file cannot be read",
+)
+INVENTORY_EXIT_HELP = _exits(
+    "0  register and folder agree, every bundle verifies, no artifact mismatch",
+    "1  unregistered, missing or mismatched entries; a bundle that does not verify",
+    "2  no trust option given; unreadable inventory.json",
+    "3  cannot read or write",
+)
+
+
+_MAIN_EXAMPLES = examples(
+    "bundle keygen -o me                         # writes me and me.pub",
+    "bundle seal campaign -o mine.bundle --key me  # validate, seal and sign",
+    "bundle replay mine.bundle --key me.pub        # re-derive every claim",
+)
 
 
 class _Bar:
@@ -84,13 +151,23 @@ def _load_keys(paths: tuple[Path, ...], trusted_file: Path | None) -> list[Any]:
 json_option = click.option("--json", "as_json", is_flag=True, help="Print a JSON result on stdout.")
 
 
-@click.group(epilog=EXIT_HELP, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=JsonAwareGroup,
+    epilog=_MAIN_EXAMPLES + EXIT_HELP,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.version_option(__version__, prog_name="reprobundle")
 def main() -> None:
     """Seal, verify, sign, inspect and replay ML-serving performance campaigns."""
 
 
-@main.command(epilog=EXIT_HELP)
+@main.command(
+    epilog=examples(
+        "bundle keygen -o mykey          # writes mykey and mykey.pub",
+        "bundle keygen -o mykey2 --json  # prints the key id as JSON",
+    )
+    + KEYGEN_EXIT_HELP
+)
 @click.option(
     "-o",
     "--output",
@@ -104,8 +181,11 @@ def main() -> None:
     help="Encrypt the private key with the passphrase in this file (never prompted).",
 )
 @click.option("--force", is_flag=True, help="Overwrite existing key files.")
+@verbosity_options
 @json_option
-def keygen(output: Path, passphrase_file: Path | None, force: bool, as_json: bool) -> None:
+def keygen(
+    output: Path, passphrase_file: Path | None, force: bool, verbosity: int, as_json: bool
+) -> None:
     """Create an Ed25519 key pair and print its key ID."""
     from bundler.keys import generate_keypair
 
@@ -122,12 +202,21 @@ def keygen(output: Path, passphrase_file: Path | None, force: bool, as_json: boo
                 }
             )
         else:
+            if verbosity <= QUIET:
+                click.echo(kp.key_id)
+                return
             click.echo(f"private key: {safe(str(kp.private_path))}")
             click.echo(f"public key:  {safe(str(kp.public_path))}")
             click.echo(f"key id:      {kp.key_id}")
 
 
-@main.command(epilog=EXIT_HELP)
+@main.command(
+    epilog=examples(
+        "bundle seal campaign -o sealed.bundle --key author",
+        "bundle seal campaign -o draft.bundle --unsigned --json",
+    )
+    + SEAL_EXIT_HELP
+)
 @click.argument("campaign_dir", type=click.Path(path_type=Path))
 @click.option(
     "-o",
@@ -150,15 +239,23 @@ def keygen(output: Path, passphrase_file: Path | None, force: bool, as_json: boo
     help="Passphrase of an encrypted key.",
 )
 @click.option(
-    "--artifacts",
+    "--media",
     "artifact_dirs",
     type=click.Path(file_okay=False, path_type=Path),
     multiple=True,
-    help="Folder where external artifacts may be found to hash.",
+    help="Folder where external artifacts (media) may be found to hash (repeatable).",
+)
+@hidden_alias(
+    "--artifacts",
+    "old_artifact_dirs",
+    "--media",
+    type=click.Path(file_okay=False, path_type=Path),
+    multiple=True,
 )
 @click.option("--jobs", type=click.IntRange(min=1), help="Hashing threads (default: cores).")
 @click.option("--force", is_flag=True, help="Replace an existing output file.")
 @click.option("--progress/--no-progress", default=True, help="Progress bar on a terminal.")
+@verbosity_options
 @json_option
 def seal(
     campaign_dir: Path,
@@ -167,9 +264,11 @@ def seal(
     unsigned: bool,
     passphrase_file: Path | None,
     artifact_dirs: tuple[Path, ...],
+    old_artifact_dirs: tuple[Path, ...],
     jobs: int | None,
     force: bool,
     progress: bool,
+    verbosity: int,
     as_json: bool,
 ) -> None:
     """Validate CAMPAIGN_DIR and seal it into one signed bundle."""
@@ -183,6 +282,7 @@ def seal(
             raise UsageError("--key and --unsigned exclude each other")
         pw = passphrase_file.read_bytes().rstrip(b"\r\n") if passphrase_file else None
         keys = [load_private_key(p, pw) for p in key_paths]
+        artifact_dirs = artifact_dirs + old_artifact_dirs
         bar = _Bar("sealing", progress and not as_json)
         try:
             res = seal_campaign(
@@ -199,28 +299,41 @@ def seal(
         if as_json:
             emit_json({"ok": True, **res.__dict__})
             return
+        _print_seal(res, verbosity)
+
+
+def _print_seal(res: Any, verbosity: int) -> None:
+    click.echo(
+        f"{verdict('SEALED', 'good')} {safe(res.campaign_id)} -> {safe(str(res.output))} "
+        f"({res.bundle_bytes:,} bytes; "
+        + (f"signed by {len(res.signers)} key(s))" if res.signers else "UNSIGNED)")
+    )
+    if verbosity <= QUIET:
+        return
+    click.echo(f"  sha256   {res.bundle_sha256}")
+    click.echo(
+        f"  members  {res.members - 2} files in the manifest (+ manifest and signature "
+        "envelope); rows: " + ", ".join(f"{k} {v}" for k, v in res.tables.items() if v)
+    )
+    hashed = sum(1 for e in res.external if e["hashed_at_seal"])
+    click.echo(f"  external {len(res.external)} artifact(s), {hashed} hashed here")
+    scrubbed = sum(r["count"] for r in res.sanitization)
+    click.echo(f"  scrubbed {scrubbed} value(s) in {len(res.sanitization)} field(s)")
+    click.echo("  signers  " + (", ".join(res.signers) if res.signers else "none (unsigned)"))
+    for w in res.warnings:
+        click.echo(f"  warning: {safe(w)}", err=True)
+    findings = res.findings if verbosity >= VERBOSE else res.findings[:5]
+    for f in findings:
         click.echo(
-            f"sealed {safe(res.campaign_id)} -> {safe(str(res.output))} "
-            f"({res.bundle_bytes:,} bytes)"
+            f"  warning: {safe(f['member'])} line {f['line']}: looks like a {safe(f['rule'])} "
+            "(file carried verbatim, not scrubbed)",
+            err=True,
         )
-        click.echo(f"  sha256   {res.bundle_sha256}")
+    if len(findings) < len(res.findings):
         click.echo(
-            f"  members  {res.members}; rows: "
-            + ", ".join(f"{k} {v}" for k, v in res.tables.items() if v)
+            f"  warning: {len(res.findings) - len(findings)} more such finding(s) (-v lists all)",
+            err=True,
         )
-        hashed = sum(1 for e in res.external if e["hashed_at_seal"])
-        click.echo(f"  external {len(res.external)} artifact(s), {hashed} hashed here")
-        scrubbed = sum(r["count"] for r in res.sanitization)
-        click.echo(f"  scrubbed {scrubbed} value(s) in {len(res.sanitization)} field(s)")
-        for w in res.warnings:
-            click.echo(f"  warning: {safe(w)}", err=True)
-        for f in res.findings:
-            click.echo(
-                f"  warning: {safe(f['member'])} line {f['line']}: looks like a {safe(f['rule'])} "
-                "(file carried verbatim, not scrubbed)",
-                err=True,
-            )
-        click.echo("  signers  " + (", ".join(res.signers) if res.signers else "none (unsigned)"))
 
 
 def verify_verdict(rep: Any) -> dict[str, Any]:
@@ -244,10 +357,34 @@ _HEADLINE = {
 }
 
 
-def _print_verify(rep: Any) -> None:
+_EXTERNAL_MEANING = {
+    "external": "not looked for (no --media given)",
+    "absent": "not found under --media (not a failure)",
+    "ok": "found, digest matches",
+    "mismatch": "found, DIGEST DIFFERS",
+    "unreadable": "found, CANNOT BE READ",
+}
+
+
+def _external_groups(externals: list[dict[str, Any]]) -> list[tuple[int, str, str, str]]:
+    """Externals grouped by (status, kind, availability): one line per group, not per file."""
+    counts: dict[tuple[str, str, str], int] = {}
+    for e in externals:
+        key = (e.get("status", "external"), e["kind"], e.get("availability") or "")
+        counts[key] = counts.get(key, 0) + 1
+    return [(n, st, kind, avail) for (st, kind, avail), n in counts.items()]
+
+
+def _print_verify(rep: Any, verbosity: int) -> None:
     d = rep.to_dict()
     camp = d["campaign"]
-    click.echo(f"{safe(d['path'])}: {_HEADLINE[verify_verdict(rep)['verdict']]}")
+    word = verify_verdict(rep)["verdict"]
+    tone = {"verified": "good", "failed": "bad", "untrusted": "warn"}[word]
+    click.echo(f"{safe(d['path'])}: {verdict(_HEADLINE[word], tone)}")
+    for p in rep.problems:
+        click.echo(f"  problem    {safe(str(p))}")
+    if verbosity <= QUIET:
+        return
     if camp:
         click.echo(
             f"  campaign   {safe(camp.get('id'))} ({safe(camp.get('kind'))}), "
@@ -264,18 +401,42 @@ def _print_verify(rep: Any) -> None:
     for s in d["signatures"]:
         who = s["verified_by"] or "no trusted key"
         state = "valid" if s["valid"] else "not verified"
-        click.echo(f"    #{s['index']} hint {safe(s['keyid_hint'] or '-')}: {state} ({who})")
-    click.echo(f"  members    {len(d['members'])} listed")
-    for e in d["external"]:
-        click.echo(
-            f"  external   {e['status']:<10} {safe(e['kind']):<7} {safe(e['path'])}"
-            + (f"  [{safe(e['availability'])}]" if e["status"] in ("external", "absent") else "")
-        )
-    for p in rep.problems:
-        click.echo(f"  problem    {safe(str(p))}")
+        hint = s["keyid_hint"] or "-"
+        shown = f"{state} ({who})" if who != hint else state
+        click.echo(f"    #{s['index']} {safe(hint)}: {shown}")
+    click.echo(
+        f"  members    {len(d['members'])} files in the manifest"
+        + ("" if rep.problems else ", every digest matches")
+        + " (the container also holds the manifest and the signature envelope)"
+    )
+    if verbosity >= VERBOSE:
+        for m in d["members"]:
+            click.echo(
+                f"    {m.get('size', 0):>10,}  {safe(m.get('role', '')):<8} {safe(m['path'])}"
+            )
+    if d["external"]:
+        click.echo(f"  external   {len(d['external'])} artifact(s), not carried in the bundle:")
+        if verbosity >= VERBOSE:
+            for e in d["external"]:
+                click.echo(
+                    f"    {e['status']:<10} {safe(e['kind']):<7} {safe(e['path'])}"
+                    + (f"  [{safe(e['availability'])}]" if e.get("availability") else "")
+                )
+        else:
+            for n, st, kind, avail in _external_groups(d["external"]):
+                click.echo(f"    {n:>4} {safe(kind):<6} {_EXTERNAL_MEANING.get(st, st)}")
+                if avail:
+                    click.echo(f"         availability: {safe(avail)}")
+            click.echo("    (-v lists each artifact)")
 
 
-@main.command(epilog=EXIT_HELP)
+@main.command(
+    epilog=examples(
+        "bundle verify run.bundle --key author.pub",
+        "bundle verify run.bundle --trusted-keys trusted.txt --json",
+    )
+    + VERIFY_EXIT_HELP
+)
 @click.argument("bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @trust_options("Accept a bundle no trusted key signed (integrity only; says so).")
 @click.option(
@@ -283,10 +444,18 @@ def _print_verify(rep: Any) -> None:
     "media_dirs",
     type=click.Path(file_okay=False, path_type=Path),
     multiple=True,
-    help="Folder holding external artifacts to check (repeatable).",
+    help="Folder holding external artifacts (media) to check (repeatable).",
+)
+@hidden_alias(
+    "--artifacts",
+    "old_media_dirs",
+    "--media",
+    type=click.Path(file_okay=False, path_type=Path),
+    multiple=True,
 )
 @click.option("--jobs", type=click.IntRange(min=1), help="Hashing threads (default: cores).")
 @click.option("--progress/--no-progress", default=True, help="Progress bar on a terminal.")
+@verbosity_options
 @json_option
 def verify(
     bundle: Path,
@@ -294,8 +463,10 @@ def verify(
     trusted_keys: Path | None,
     allow_unsigned: bool,
     media_dirs: tuple[Path, ...],
+    old_media_dirs: tuple[Path, ...],
     jobs: int | None,
     progress: bool,
+    verbosity: int,
     as_json: bool,
 ) -> None:
     """Check BUNDLE's signatures, every member's digest and external artifacts."""
@@ -303,6 +474,7 @@ def verify(
 
     with cli_errors(as_json):
         keys = _load_keys(key_paths, trusted_keys)
+        media_dirs = media_dirs + old_media_dirs
         if not keys and not allow_unsigned:
             raise UsageError(
                 "give --key or --trusted-keys to check signatures, "
@@ -329,7 +501,7 @@ def verify(
         if as_json:
             emit_json({**rep.to_dict(), **verify_verdict(rep)})
         else:
-            _print_verify(rep)
+            _print_verify(rep, verbosity)
         sys.exit(EXIT_OK if rep.ok else EXIT_INTEGRITY)
 
 
@@ -338,7 +510,12 @@ def _media_total(dirs: tuple[Path, ...]) -> int:
     return sum(p.stat().st_size for d in dirs for p in d.rglob("*") if p.is_file())
 
 
-@main.command(epilog=EXIT_HELP)
+@main.command(
+    epilog=examples(
+        "bundle sign run.bundle --key auditor --key-pub author.pub -o co.bundle",
+    )
+    + SIGN_EXIT_HELP
+)
 @click.argument("bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--key",
@@ -347,7 +524,11 @@ def _media_total(dirs: tuple[Path, ...]) -> int:
     required=True,
     help="Private key to countersign with.",
 )
-@click.option("--passphrase-file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--passphrase-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="File holding the passphrase of an encrypted --key (never prompted).",
+)
 @click.option(
     "--key-pub",
     "trusted_paths",
@@ -371,6 +552,7 @@ def _media_total(dirs: tuple[Path, ...]) -> int:
     type=click.Path(path_type=Path),
     help="Write the countersigned bundle here instead of replacing BUNDLE.",
 )
+@verbosity_options
 @json_option
 def sign(
     bundle: Path,
@@ -380,6 +562,7 @@ def sign(
     trusted_keys: Path | None,
     force_adopt: bool,
     output: Path | None,
+    verbosity: int,
     as_json: bool,
 ) -> None:
     """Add a countersignature to BUNDLE; no other member changes.
@@ -414,8 +597,11 @@ def sign(
             )
             return
         click.echo(
-            f"signed {safe(str(res.output))} as {res.added}; {len(res.signers)} signature(s)"
+            f"{verdict('SIGNED', 'good')} {safe(str(res.output))} as {res.added}; "
+            f"{len(res.signers)} signature(s)"
         )
+        if verbosity <= QUIET:
+            return
         if res.endorsed:
             click.echo(f"  countersigns a signature verified by {', '.join(res.endorsed)}")
         else:
@@ -426,32 +612,49 @@ def sign(
             )
 
 
-@main.command(name="inspect", epilog=EXIT_HELP)
-@click.argument("bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "--key",
-    "key_paths",
-    type=click.Path(path_type=Path),
-    multiple=True,
-    help="Trusted public key, to show which signers verify.",
+@main.command(
+    name="inspect",
+    epilog=examples(
+        "bundle inspect run.bundle",
+        "bundle inspect run.bundle --key author.pub -v",
+    )
+    + INSPECT_EXIT_HELP,
 )
+@click.argument("bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@trust_options("Accepted for symmetry with verify; inspect never refuses a bundle.")
+@verbosity_options
 @json_option
-def inspect_cmd(bundle: Path, key_paths: tuple[Path, ...], as_json: bool) -> None:
-    """Show what BUNDLE holds: campaign, arms, counts, signers, members, externals."""
+def inspect_cmd(
+    bundle: Path,
+    key_paths: tuple[Path, ...],
+    trusted_keys: Path | None,
+    allow_unsigned: bool,
+    verbosity: int,
+    as_json: bool,
+) -> None:
+    """Show what BUNDLE holds: campaign, arms, counts, signers, members, externals.
+
+    Trusted keys (--key, --trusted-keys) only show which signers verify;
+    inspect does not judge the bundle (use verify).
+    """
     from bundler.inspect import inspect_bundle
 
     with cli_errors(as_json):
-        info = inspect_bundle(bundle, _load_keys(key_paths, None))
+        info = inspect_bundle(bundle, _load_keys(key_paths, trusted_keys))
         if as_json:
             emit_json(info)
             return
-        _print_inspect(info)
+        _print_inspect(info, verbosity)
 
 
-def _print_inspect(info: dict[str, Any]) -> None:
+def _print_inspect(info: dict[str, Any], verbosity: int) -> None:
     # Everything here comes from the bundle, which inspect does not judge: escape it all.
     c = info["campaign"]
     click.echo(f"{safe(c['id'])} ({safe(c['kind'])}): {safe(c['title'])}")
+    for p in info["problems"]:
+        click.echo(f"  problem: {safe(p)}")
+    if verbosity <= QUIET:
+        return
     for a in c["arms"]:
         click.echo(
             f"  arm {safe(a['id']):<10} {safe(a['role']):<9} commit {safe(a['runtime_commit'])}"
@@ -465,9 +668,12 @@ def _print_inspect(info: dict[str, Any]) -> None:
         f"{info['counts']['worker_exits']}, claims {info['counts']['claims']}"
     )
     for a in info["counts"]["attempts"]:
+        reason = safe(a["reason"]) if a["reason"] else ""
+        if reason and verbosity < VERBOSE and len(reason) > 90:
+            reason = reason[:89] + "…"
         click.echo(
             f"  attempt {safe(a['attempt_id'])}: {safe(a['status'])}"
-            + (f" ({safe(a['reason'])})" if a["reason"] else "")
+            + (f" ({reason})" if reason else "")
         )
     click.echo(f"  signature  {info['signature_status']}")
     for s in info["signers"]:
@@ -475,26 +681,56 @@ def _print_inspect(info: dict[str, Any]) -> None:
             f"    signer {safe(s['keyid_hint'])}"
             + (f" (verified by {s['verified_by']})" if s["verified_by"] else "")
         )
-    click.echo(f"  members ({len(info['members'])}):")
-    for m in info["members"]:
-        click.echo(f"    {m['size']:>10,}  {safe(m['role']):<8} {safe(m['path'])}")
-    click.echo(f"  external artifacts ({len(info['external'])}):")
-    for e in info["external"]:
+    _print_inspect_contents(info, verbosity)
+
+
+def _print_inspect_contents(info: dict[str, Any], verbosity: int) -> None:
+    members = info["members"]
+    if verbosity >= VERBOSE:
+        click.echo(f"  members ({len(members)} files in the manifest):")
+        for m in members:
+            click.echo(f"    {m['size']:>10,}  {safe(m['role']):<8} {safe(m['path'])}")
+    else:
+        roles: dict[str, list[int]] = {}
+        for m in members:
+            roles.setdefault(m["role"], []).append(m["size"])
         click.echo(
-            f"    {safe(e['kind']):<7} {safe(e['sha256'])[:16]}  {safe(e['path'])}"
-            f"  [{safe(e['availability'])}]"
+            f"  members    {len(members)} files in the manifest: "
+            + ", ".join(f"{len(v)} {safe(r)}" for r, v in sorted(roles.items()))
+            + f"; {sum(sum(v) for v in roles.values()):,} bytes"
         )
-    for p in info["problems"]:
-        click.echo(f"  problem: {safe(p)}")
+    externals = info["external"]
+    if externals:
+        click.echo(f"  external   {len(externals)} artifact(s), not carried in the bundle:")
+        if verbosity >= VERBOSE:
+            for e in externals:
+                click.echo(
+                    f"    {safe(e['kind']):<7} {safe(e['sha256'])[:16]}  {safe(e['path'])}"
+                    f"  [{safe(e['availability'])}]"
+                )
+        else:
+            for n, _st, kind, avail in _external_groups(
+                [{**e, "status": "external"} for e in externals]
+            ):
+                click.echo(f"    {n:>4} {safe(kind):<6} {safe(avail)}")
+    if verbosity < VERBOSE:
+        click.echo("  (-v lists every member, artifact and full attempt reason)")
 
 
-@main.command(name="lint-text", epilog=EXIT_HELP)
+@main.command(
+    name="lint-text",
+    epilog=examples(
+        "bundle lint-text summary.md",
+    )
+    + LINT_EXIT_HELP,
+)
 @click.argument(
     "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
 )
+@verbosity_options
 @json_option
-def lint_text_cmd(files: tuple[Path, ...], as_json: bool) -> None:
-    """Find closing syntax ("fixes #123") in summary text; exit 1 if any."""
+def lint_text_cmd(files: tuple[Path, ...], verbosity: int, as_json: bool) -> None:
+    """Find closing syntax ("fixes #123") in summary text (exit 1 if any is found)."""
     from bundler.lint_text import find_closing_references
 
     with cli_errors(as_json):
@@ -505,6 +741,10 @@ def lint_text_cmd(files: tuple[Path, ...], as_json: bool) -> None:
         if as_json:
             emit_json({"ok": not found, "findings": found})
         else:
+            if verbosity <= QUIET:
+                found_text = f"closing syntax found: {len(found)}" if found else "clean"
+                click.echo(verdict(found_text, "bad" if found else "good"))
+                sys.exit(EXIT_INTEGRITY if found else EXIT_OK)
             for r in found:
                 click.echo(
                     f"{safe(r['file'])}:{r['line']}:{r['column']}: closing keyword "
@@ -524,9 +764,12 @@ def _verify_word(v: dict[str, Any]) -> str:
     return "ok" if v.get("trusted") else "intact, UNTRUSTED"
 
 
-def _print_inventory(rep: Any) -> None:
+def _print_inventory(rep: Any, verbosity: int) -> None:
     d = rep.to_dict()
-    click.echo(f"{safe(d['root'])}: {'CONSISTENT' if d['ok'] else 'INCONSISTENT'}")
+    word = verdict("CONSISTENT", "good") if d["ok"] else verdict("INCONSISTENT", "bad")
+    click.echo(f"{safe(d['root'])}: {word}")
+    if verbosity <= QUIET:
+        return
     for e in d["added"]:
         click.echo(f"  registered  {safe(e['path'])} (id {safe(e['id'])}, kind {safe(e['kind'])})")
     for bad in d["invalid"]:
@@ -557,7 +800,12 @@ def _print_inventory(rep: Any) -> None:
         )
 
 
-@main.command(epilog=EXIT_HELP)
+@main.command(
+    epilog=examples(
+        "bundle inventory evidence --key author.pub --fix",
+    )
+    + INVENTORY_EXIT_HELP
+)
 @click.argument("root", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--fix", is_flag=True, help="Register new entries (atomically; never deletes).")
 @trust_options("Accept bundles no trusted key signed (integrity only; says so).")
@@ -568,6 +816,7 @@ def _print_inventory(rep: Any) -> None:
     multiple=True,
     help="Folder holding external artifacts to check (repeatable).",
 )
+@verbosity_options
 @json_option
 def inventory(
     root: Path,
@@ -576,6 +825,7 @@ def inventory(
     trusted_keys: Path | None,
     allow_unsigned: bool,
     media_dirs: tuple[Path, ...],
+    verbosity: int,
     as_json: bool,
 ) -> None:
     """Check that ROOT's evidence entries match its inventory.json register."""
@@ -594,7 +844,7 @@ def inventory(
         if as_json:
             emit_json(rep.to_dict())
         else:
-            _print_inventory(rep)
+            _print_inventory(rep, verbosity)
         sys.exit(EXIT_OK if rep.ok else EXIT_INTEGRITY)
 
 
@@ -610,6 +860,11 @@ def _register_replay_commands() -> None:
     main.add_command(plan_group)
     main.add_command(rerun_command)
     main.add_command(import_command)
+
+    from reprobundle.cli.init_export_cmd import export_command, init_command
+
+    main.add_command(init_command)
+    main.add_command(export_command)
 
 
 _register_replay_commands()

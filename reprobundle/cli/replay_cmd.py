@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from reprobundle.cli.common import cli_errors, emit_json, trust_options
+from reprobundle.cli.common import cli_errors, emit_json, examples, trust_options
 from reprobundle.cli.replay_options import ReplayArgs, media_options, run_replay
 
 __all__ = ["REPLAY_EXIT_HELP", "replay_command"]
@@ -55,7 +55,14 @@ def _run(args: ReplayArgs, *, as_json: bool, markdown: Path | None) -> int:
     return int(result.exit_code)
 
 
-@click.command(name="replay", epilog=REPLAY_EXIT_HELP)
+@click.command(
+    name="replay",
+    epilog=examples(
+        "bundle replay run.bundle --key author.pub",
+        "bundle replay run.bundle --key author.pub --json --markdown replay.md",
+    )
+    + REPLAY_EXIT_HELP,
+)
 @click.argument("bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @media_options
 @trust_options("Replay even if no trusted key verified the signature; every section says so.")

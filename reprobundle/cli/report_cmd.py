@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from bundler.errors import UsageError
-from reprobundle.cli.common import cli_errors, emit_json, trust_options
+from reprobundle.cli.common import cli_errors, emit_json, examples, trust_options
 from reprobundle.cli.replay_options import ReplayArgs, media_options, run_replay
 
 __all__ = ["REPORT_EXIT_HELP", "report_command"]
@@ -76,7 +76,14 @@ def _run(args: ReplayArgs, *, output: Path, fmt: str, as_json: bool) -> int:
     return int(r.exit_code)
 
 
-@click.command(name="report", epilog=REPORT_EXIT_HELP)
+@click.command(
+    name="report",
+    epilog=examples(
+        "bundle report run.bundle --key author.pub -o report.html",
+        "bundle report run.bundle --key author.pub -o pr.md --format md --json",
+    )
+    + REPORT_EXIT_HELP,
+)
 @click.argument("bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "-o",

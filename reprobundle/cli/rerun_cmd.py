@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from bundler.errors import UsageError
-from reprobundle.cli.common import cli_errors, emit_json
+from reprobundle.cli.common import cli_errors, emit_json, examples, hidden_alias, trust_options
 
 if TYPE_CHECKING:
     from bundler.verified import VerifiedBundle
@@ -115,12 +115,19 @@ def _print_check(label: str, result: Any) -> None:
     click.echo(f"  {verdict}: {len(result.errors)} error(s), {len(result.warnings)} warning(s)")
 
 
-@click.group("plan")
+@click.group("plan", epilog=examples("bundle plan check campaign/plans/reference-ab.json"))
 def plan_group() -> None:
     """Frozen plans: check their timeout hierarchy."""
 
 
-@plan_group.command("check", epilog=PLAN_EXIT_HELP)
+@plan_group.command(
+    "check",
+    epilog=examples(
+        "bundle plan check campaign/plans/reference-ab.json",
+        "bundle plan check run.bundle --json",
+    )
+    + PLAN_EXIT_HELP,
+)
 @click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--reservation-used",
@@ -235,18 +242,27 @@ def _show_result(result: RerunResult, as_json: bool) -> None:
         click.echo(f"  next     bundle seal {result.out_dir} -o RERUN.bundle --key KEY")
     else:
         click.echo(
-            "  next     run again with the same --out to add an attempt; this one stays recorded"
+            "  next     run again with the same -o to add an attempt; this one stays recorded"
         )
 
 
-@click.command("rerun", epilog=RERUN_EXIT_HELP)
+@click.command(
+    "rerun",
+    epilog=examples(
+        "bundle rerun run.bundle --key author.pub -o rerun-campaign --launch --dry-run",
+    )
+    + RERUN_EXIT_HELP,
+)
 @click.argument("bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
-    "--out",
+    "-o",
+    "--output",
     "out_dir",
     type=click.Path(file_okay=False, path_type=Path),
-    required=True,
     help="Rerun campaign directory (created, or an earlier rerun of the same bundle to add to).",
+)
+@hidden_alias(
+    "--out", "old_out_dir", "-o/--output", type=click.Path(file_okay=False, path_type=Path)
 )
 @click.option(
     "--endpoint",
@@ -292,14 +308,7 @@ def _show_result(result: RerunResult, as_json: bool) -> None:
     is_flag=True,
     help="Run against a server that does not report its runtime commit (recorded as unverified).",
 )
-@click.option(
-    "--key",
-    "key_paths",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    help="Trusted public key of the bundle (repeatable).",
-)
-@click.option("--allow-unsigned", is_flag=True, help="Rerun a bundle no trusted key signed.")
+@trust_options("Rerun a bundle no trusted key signed.")
 @click.option(
     "--reservation-used",
     type=click.FloatRange(min=0),
@@ -315,7 +324,8 @@ def _show_result(result: RerunResult, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON result on stdout.")
 def rerun_command(
     bundle: Path,
-    out_dir: Path,
+    out_dir: Path | None,
+    old_out_dir: Path | None,
     endpoints: tuple[str, ...],
     launch: bool,
     launch_command: str | None,
@@ -326,19 +336,27 @@ def rerun_command(
     telemetry_command: str | None,
     allow_unverified_commit: bool,
     key_paths: tuple[Path, ...],
+    trusted_keys: Path | None,
     allow_unsigned: bool,
     reservation_used: float,
     accelerator: str | None,
     dry_run: bool,
     as_json: bool,
 ) -> None:
-    """Execute BUNDLE's frozen plan against real servers; write a rerun campaign into --out."""
-    from bundler.keys import load_public_key
+    """Execute BUNDLE's frozen plan against real servers; write a rerun campaign into -o."""
+    from bundler.keys import load_trusted_keys
     from replay.rerun.runner import RerunControl, RerunOptions, prepare_rerun, run_rerun
 
     with cli_errors(as_json):
-        if not key_paths and not allow_unsigned:
-            raise UsageError("give --key PUB to check the bundle's signature, or --allow-unsigned")
+        out_dir = out_dir or old_out_dir
+        if out_dir is None:
+            raise UsageError("give -o/--output DIR: the rerun campaign directory to write")
+        trusted = load_trusted_keys(key_paths, trusted_keys)
+        if not trusted and not allow_unsigned:
+            raise UsageError(
+                "give --key PUB or --trusted-keys FILE to check the bundle's signature, "
+                "or --allow-unsigned"
+            )
         options = RerunOptions(
             endpoints=_pairs(endpoints, "--endpoint"),
             launch=launch,
@@ -351,7 +369,7 @@ def rerun_command(
             allow_unverified_commit=allow_unverified_commit,
             reservation_used_s=reservation_used,
             accelerator=accelerator,
-            trusted=[load_public_key(p) for p in key_paths],
+            trusted=trusted,
             allow_unsigned=allow_unsigned,
         )
         verified = _open_bundle(bundle, options)

@@ -1,0 +1,232 @@
+"""CLI conventions (issue 13): --json everywhere, usage errors as JSON, aliases, -q/-v, colour.
+
+Every command runs in-process through click's CliRunner on the example workspace
+(``tests/cli_workspace.py``); stdout alone is parsed, as a script would.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from reprobundle.cli.main import main
+from tests.cli_workspace import make_workspace
+
+# One successful --json invocation per command, with the exit code it must give.
+SUCCESS: dict[str, tuple[list[str], int]] = {
+    "init": (["init", "new-campaign"], 0),
+    "export": (["export", "run.bundle", "exported", "--key", "author.pub"], 0),
+    "keygen": (["keygen", "-o", "newkey"], 0),
+    "seal": (["seal", "campaign", "-o", "s.bundle", "--key", "author"], 0),
+    "verify": (["verify", "run.bundle", "--key", "author.pub"], 0),
+    "sign": (["sign", "run.bundle", "--key", "auditor", "--key-pub", "author.pub", "-o", "co"], 0),
+    "inspect": (["inspect", "run.bundle", "--trusted-keys", "trusted.txt"], 0),
+    "lint-text": (["lint-text", "summary.md"], 0),
+    "inventory": (["inventory", "evidence", "--key", "author.pub", "--fix"], 0),
+    "replay": (["replay", "run.bundle", "--key", "author.pub"], 0),
+    "report": (["report", "run.bundle", "--key", "author.pub", "-o", "r.md", "--format", "md"], 0),
+    "plan check": (["plan", "check", "run.bundle"], 0),
+    "rerun": (
+        ["rerun", "run.bundle", "--key", "author.pub", "-o", "rr", "--launch", "--dry-run"],
+        0,
+    ),
+}
+
+
+def _leaf_commands(
+    group: click.Group = main, prefix: tuple[str, ...] = ()
+) -> list[tuple[str, ...]]:
+    out: list[tuple[str, ...]] = []
+    for name, cmd in sorted(group.commands.items()):
+        if isinstance(cmd, click.Group):
+            out += _leaf_commands(cmd, (*prefix, name))
+        else:
+            out.append((*prefix, name))
+    return out
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_workspace(tmp_path_factory.mktemp("ws"))
+
+
+def _leaf(cmd: tuple[str, ...]) -> click.Command:
+    node: click.Command = main
+    for part in cmd:
+        assert isinstance(node, click.Group)
+        node = node.commands[part]
+    return node
+
+
+def invoke(ws: Path, args: list[str], monkeypatch: pytest.MonkeyPatch) -> click.testing.Result:
+    monkeypatch.chdir(ws)
+    return CliRunner().invoke(main, args)
+
+
+def test_every_command_has_a_success_case() -> None:
+    mine = {" ".join(c) for c in _leaf_commands()} - {"import"}  # import: its own tests
+    assert mine <= set(SUCCESS), mine - set(SUCCESS)
+
+
+@pytest.mark.parametrize("name", sorted(SUCCESS))
+def test_json_success_parses(
+    name: str, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    ws = tmp_path / "ws"
+    shutil.copytree(workspace, ws)
+    args, code = SUCCESS[name]
+    res = invoke(ws, [*args, "--json"], monkeypatch)
+    assert res.exit_code == code, (res.stdout, res.stderr)
+    doc = json.loads(res.stdout)
+    assert isinstance(doc, dict) and doc
+
+
+@pytest.mark.parametrize("cmd", _leaf_commands(), ids=" ".join)
+def test_usage_errors_are_json_with_exit_2(
+    cmd: tuple[str, ...], workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bad option, and a missing file where the command takes one: JSON on stdout, exit 2."""
+    res = invoke(workspace, [*cmd, "--json", "--no-such-option"], monkeypatch)
+    assert res.exit_code == 2, res.stdout
+    doc = json.loads(res.stdout)
+    assert doc["ok"] is False and doc["exit_code"] == 2
+    assert "--no-such-option" in doc["error"]
+    assert "--no-such-option" in res.stderr  # the message stays on stderr too
+    leaf = _leaf(cmd)
+    file_args = [
+        p
+        for p in leaf.params
+        if isinstance(p, click.Argument)
+        and isinstance(p.type, click.Path)
+        and p.type.exists
+        and p.type.dir_okay is not True  # a folder argument is tested below
+    ]
+    if file_args:
+        res = invoke(workspace, [*cmd, "no-such-file.bundle", "--json"], monkeypatch)
+        assert res.exit_code == 2, res.stdout
+        doc = json.loads(res.stdout)
+        assert "no-such-file.bundle" in doc["error"]
+        assert doc["problems"][0]["field"] is not None
+
+
+def test_bad_value_is_json(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    res = invoke(workspace, ["verify", "run.bundle", "--jobs", "0", "--json"], monkeypatch)
+    assert res.exit_code == 2
+    doc = json.loads(res.stdout)
+    assert doc["problems"][0]["field"] == "--jobs"
+    res = invoke(workspace, ["no-such-command", "--json"], monkeypatch)
+    assert res.exit_code == 2 and json.loads(res.stdout)["ok"] is False
+
+
+def test_without_json_usage_errors_stay_text(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    res = invoke(workspace, ["verify", "--no-such-option"], monkeypatch)
+    assert res.exit_code == 2 and res.stdout == ""
+    assert "No such option" in res.stderr
+
+
+def test_deprecated_spellings_still_work_but_are_hidden(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    media = tmp_path / "media"
+    media.mkdir()
+    for args in (
+        [
+            "seal",
+            "campaign",
+            "-o",
+            str(tmp_path / "a.bundle"),
+            "--unsigned",
+            "--artifacts",
+            str(media),
+        ],
+        ["verify", "run.bundle", "--key", "author.pub", "--artifacts", str(media)],
+        [
+            "rerun",
+            "run.bundle",
+            "--key",
+            "author.pub",
+            "--out",
+            str(tmp_path / "r"),
+            "--launch",
+            "--dry-run",
+        ],
+    ):
+        res = invoke(workspace, args, monkeypatch)
+        assert res.exit_code == 0, (args, res.output)
+    for cmd, old, new in (
+        ("seal", "--artifacts", "--media"),
+        ("verify", "--artifacts", "--media"),
+        ("rerun", "--out", "--output"),
+    ):
+        text = invoke(workspace, [cmd, "--help"], monkeypatch).stdout
+        assert new in text and f"{old} " not in text, cmd
+
+
+def test_inspect_takes_the_trust_options(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    res = invoke(
+        workspace, ["inspect", "run.bundle", "--trusted-keys", "trusted.txt", "--json"], monkeypatch
+    )
+    assert json.loads(res.stdout)["signature_status"] == "verified"
+    res = invoke(workspace, ["inspect", "run.bundle", "--json"], monkeypatch)
+    assert json.loads(res.stdout)["signature_status"] == "unchecked"
+
+
+def test_every_option_has_help(monkeypatch: pytest.MonkeyPatch) -> None:
+    for cmd in _leaf_commands():
+        leaf = _leaf(cmd)
+        for p in leaf.params:
+            if isinstance(p, click.Option) and not p.hidden:
+                assert p.help, (cmd, p.opts)
+
+
+def test_quiet_prints_the_verdict_line_only(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    res = invoke(workspace, ["verify", "run.bundle", "--key", "author.pub", "-q"], monkeypatch)
+    assert res.exit_code == 0
+    assert res.stdout.splitlines() == ["run.bundle: VERIFIED"]
+    full = invoke(workspace, ["verify", "run.bundle", "--key", "author.pub", "-v"], monkeypatch)
+    default = invoke(workspace, ["verify", "run.bundle", "--key", "author.pub"], monkeypatch)
+    # -v lists each member the manifest lists (as --json reports them); the default, none.
+    listed = json.loads(
+        invoke(
+            workspace, ["verify", "run.bundle", "--key", "author.pub", "--json"], monkeypatch
+        ).stdout
+    )["members"]
+    assert all(m["path"] in full.stdout for m in listed)
+    assert not any(f" {m['path']}\n" in default.stdout for m in listed)
+    assert f"{len(listed)} files in the manifest" in default.stdout
+
+
+def test_no_colour_off_a_terminal_or_under_no_color(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reprobundle.cli import common
+
+    res = invoke(workspace, ["verify", "run.bundle", "--key", "author.pub"], monkeypatch)
+    assert "\x1b[" not in res.stdout
+    import sys
+
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert common.verdict("VERIFIED", "good") == "VERIFIED"
+    monkeypatch.delenv("NO_COLOR")
+    assert common.verdict("VERIFIED", "good") == "\x1b[32m\x1b[1mVERIFIED\x1b[0m"
+
+
+def test_shell_completion_as_documented() -> None:
+    """README: eval "$(_BUNDLE_COMPLETE=bash_source bundle)"; completing 'bundle ver'."""
+    runner = CliRunner()
+    script = runner.invoke(main, [], prog_name="bundle", env={"_BUNDLE_COMPLETE": "bash_source"})
+    assert script.exit_code == 0 and "_bundle_completion()" in script.stdout
+    env = {"_BUNDLE_COMPLETE": "bash_complete", "COMP_WORDS": "bundle ver", "COMP_CWORD": "1"}
+    done = runner.invoke(main, [], prog_name="bundle", env=env)
+    assert done.stdout.split() == ["plain,verify"]
