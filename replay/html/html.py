@@ -25,6 +25,7 @@ from replay.html.view import (
     Section,
     Steps,
     Table,
+    folds,
 )
 
 __all__ = ["CSP", "render_html"]
@@ -54,7 +55,14 @@ section > h2 { font-size: 18px; margin: 0 0 8px; padding-bottom: 4px;
 .badge.good { background: var(--good-bg); color: var(--good); }
 .badge.bad { background: var(--bad-bg); color: var(--bad); }
 .badge.warn { background: var(--warn-bg); color: var(--warn); }
+.kind { font-size: 12px; font-weight: 600; vertical-align: middle; margin-left: 4px;
+  color: var(--muted); }
+.kind.good { color: var(--good); }
+.kind.bad { color: var(--bad); }
+.kind.warn { color: var(--warn); }
 p { margin: 6px 0; }
+p.verdict { font-size: 16px; margin: 8px 0; }
+p.empty { margin: 8px 0; color: var(--muted); }
 p.good { color: var(--good); }
 p.bad { color: var(--bad); }
 p.warn { color: var(--warn); }
@@ -152,7 +160,13 @@ def _cell(w: _Writer, c: Cell) -> str:
 
 def _table(w: _Writer, t: Table) -> None:
     tid = f' id="{t.table_id}"' if t.table_id else ""
-    if t.detail:  # long lists fold away; <details> needs no script
+    if not t.rows:
+        # A header row with no body would squeeze the caption into one narrow column.
+        caption = f"<strong>{w.text(t.caption)}</strong>: " if t.caption else ""
+        w.add(f'<p class="empty"{tid}>{caption}{w.text(t.empty)}</p>')
+        return
+    fold = folds(t)
+    if fold:  # long lists fold away; <details> needs no script
         summary = f"{t.caption or 'Details'} ({len(t.rows)} rows)"
         w.add(f"<details><summary>{w.text(summary)}</summary>")
     w.add(f'<div class="tablewrap"><table{tid}>')
@@ -166,7 +180,7 @@ def _table(w: _Writer, t: Table) -> None:
     w.add("</tbody></table></div>")
     if t.omitted:
         w.add(f'<p class="omitted">{w.text(t.omitted)}</p>')
-    if t.detail:
+    if fold:
         w.add("</details>")
 
 
@@ -199,6 +213,8 @@ def _block(w: _Writer, b: Block) -> None:
 def _section(w: _Writer, s: Section) -> None:
     w.add(f'<section id="{s.id}">')
     badge = f' <span class="badge {s.status_style}">{w.text(s.status)}</span>' if s.status else ""
+    if s.status_note:
+        badge += f' <span class="kind {s.status_style}">{w.text(s.status_note)}</span>'
     w.add(f"<h2>{w.text(s.title)}{badge}</h2>")
     for b in s.blocks:
         _block(w, b)

@@ -208,13 +208,12 @@ def _verdict(r: ReplayResult, style: str) -> list[Block]:
     )
     return [
         Para(
+            # What kind of check this is, in one span with the outcome (same weight, same
+            # colour, in every form): a confirmed re-derivation is not a reproduction.
             rich(
-                Span(f"{r.outcome} (exit {r.exit_code})", style),
-                # What kind of check this is, in the same weight as the badge: a confirmed
-                # re-derivation is not an independent reproduction.
-                Span(f" — {'; '.join(r.checks_done())}", "strong"),
+                Span(f"{r.outcome} (exit {r.exit_code}) — {'; '.join(r.checks_done())}", "strong")
             ),
-            style,
+            f"verdict {style}".strip(),
         ),
         Para(rich(counts)),
         *(Para(rich("✗ ", why), "bad") for why in r.integrity_failures()),
@@ -275,4 +274,6 @@ def headline_section(r: ReplayResult, facts: BundleFacts) -> Section:
         tuple(dict.fromkeys((*r.limits("latency"), *r.claims.limits[:1]))),
         str(r.outcome),
         style,
+        status_note="; ".join(r.checks_done()),
+        summary=True,
     )
