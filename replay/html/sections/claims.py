@@ -27,7 +27,7 @@ def claims_section(r: ReplayResult) -> Section:
                 cell(_status_span(c.status)),
                 cell(Span(c.claim_id, "code")),
                 cell(c.statistic + (f" ({params})" if params else "")),
-                cell(_with_unit(c.claimed, c.unit), num=True),
+                cell(_with_unit(c.claimed, c.unit, c.statistic), num=True),
                 cell("-" if c.recomputed is None else c.recomputed, num=True),
                 cell("-" if c.exact is None else c.exact, num=True),
                 cell(_claim_detail(c)),

@@ -152,17 +152,23 @@ def _derivation(r: ReplayResult) -> list[Block]:
                     + _claim_note(_claim(r, "server_mean_s", {"server": s.server, "arm": arm.arm}))
                 )
         for arm in (b, c):
-            means = " + ".join(_n(m) for m in arm.server_means)
-            steps.append(
-                rich(
+            if len(arm.servers) == 1:
+                # "(1.79) / 1" would dress a single server up as an average of several.
+                head = rich(
+                    f"Arm mean of {arm.arm}: its one server's mean = ",
+                    Span(f"{_n(arm.mean_s)} s", "strong"),
+                    " (one server: no spread across servers can be measured)",
+                )
+            else:
+                means = " + ".join(_n(m) for m in arm.server_means)
+                head = rich(
                     f"Arm mean of {arm.arm}: mean of its {len(arm.servers)} server means, "
                     f"({means}) / {len(arm.servers)} = ",
                     Span(f"{_n(arm.mean_s)} s", "strong"),
                     " (not the mean of pooled requests: requests on one server are not "
                     "independent trials)",
                 )
-                + _claim_note(_claim(r, "arm_mean_s", {"arm": arm.arm}))
-            )
+            steps.append(head + _claim_note(_claim(r, "arm_mean_s", {"arm": arm.arm})))
         pair = {"baseline": p.baseline, "candidate": p.candidate}
         steps.append(
             rich(
