@@ -55,13 +55,11 @@ section > h2 { font-size: 18px; margin: 0 0 8px; padding-bottom: 4px;
 .badge.good { background: var(--good-bg); color: var(--good); }
 .badge.bad { background: var(--bad-bg); color: var(--bad); }
 .badge.warn { background: var(--warn-bg); color: var(--warn); }
-.kind { font-size: 12px; font-weight: 600; vertical-align: middle; margin-left: 4px;
-  color: var(--muted); }
-.kind.good { color: var(--good); }
-.kind.bad { color: var(--bad); }
-.kind.warn { color: var(--warn); }
 p { margin: 6px 0; }
-p.verdict { font-size: 16px; margin: 8px 0; }
+p.verdict { font-size: 17px; font-weight: 700; margin: 8px 0 10px; line-height: 1.6; }
+p.verdict .badge { font-size: 17px; font-weight: 700; margin: 0; padding: 1px 10px;
+  border-radius: 12px; }
+p.verdict strong { font-weight: 700; }
 p.empty { margin: 8px 0; color: var(--muted); }
 p.good { color: var(--good); }
 p.bad { color: var(--bad); }
@@ -115,6 +113,15 @@ figcaption { color: var(--muted); font-size: 12.5px; max-width: 900px; }
 .limits ul { margin: 2px 0 4px; padding-left: 18px; }
 footer { color: var(--muted); font-size: 12px; padding: 12px 32px 24px;
   border-top: 1px solid var(--line); }
+@media (max-width: 640px) {
+  header.top, main, footer { padding-left: 12px; padding-right: 12px; }
+  header.top h1 { font-size: 19px; }
+  .card { min-width: 0; flex: 1 1 140px; padding: 6px 10px; }
+  .card .v { font-size: 18px; white-space: normal; }
+  /* A chart shrunk to a phone's width is unreadable: keep it legible and let it scroll. */
+  figure { overflow-x: auto; }
+  figure svg { min-width: 560px; }
+}
 @media print { nav.toc { display: none; } .tablewrap { overflow: visible; } }
 """
 
@@ -213,8 +220,6 @@ def _block(w: _Writer, b: Block) -> None:
 def _section(w: _Writer, s: Section) -> None:
     w.add(f'<section id="{s.id}">')
     badge = f' <span class="badge {s.status_style}">{w.text(s.status)}</span>' if s.status else ""
-    if s.status_note:
-        badge += f' <span class="kind {s.status_style}">{w.text(s.status_note)}</span>'
     w.add(f"<h2>{w.text(s.title)}{badge}</h2>")
     for b in s.blocks:
         _block(w, b)

@@ -54,7 +54,14 @@ class _Writer:
 
     def rich(self, r: Rich, in_table: bool = False) -> str:
         out = []
+        bold: list[str] = []  # adjacent bold spans become one "**...**" ("****" breaks it)
         for span in r:
+            if span.style in ("strong", "bad") or span.style.startswith("badge"):
+                bold.append(self.text(span.text))
+                continue
+            if bold:
+                out.append(f"**{''.join(bold)}**")
+                bold = []
             if span.style == "code":
                 seg = self.text(span.text)
                 # A code span cannot hold neutralized markup; fall back to escaped text then.
@@ -62,10 +69,10 @@ class _Writer:
                 if in_table:  # GFM splits cells at "|" even inside code spans
                     code = code.replace("|", "\\|")
                 out.append(code if seg == _plain(span.text) else seg)
-            elif span.style in ("strong", "bad"):
-                out.append(f"**{self.text(span.text)}**")
             else:
                 out.append(self.text(span.text))
+        if bold:
+            out.append(f"**{''.join(bold)}**")
         return "".join(out)
 
 

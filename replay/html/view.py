@@ -33,7 +33,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Span:
-    """A run of text; ``style`` is "" (plain), "code", "strong", "good", "bad" or "warn"."""
+    """A run of text; ``style`` is "" (plain), "code", "strong", "good", "bad", "warn", or
+    "badge" plus one of those colours (the verdict's badge)."""
 
     text: str
     style: str = ""
@@ -154,7 +155,6 @@ class Section:
     limits: tuple[str, ...] = ()
     status: str = ""  # a word shown next to the title ("confirmed", "FAIL", ...)
     status_style: str = ""
-    status_note: str = ""  # said beside the status, as prominent (what kind of check it is)
     summary: bool = False  # shown open in the Markdown form (the rest folds into <details>)
 
 

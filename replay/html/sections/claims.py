@@ -60,6 +60,7 @@ def claims_section(r: ReplayResult) -> Section:
                 ),
                 tuple(rows),
                 row_styles=tuple(styles),
+                caption="Every claim: claimed, recomputed, and how",
                 table_id="claims-table",
             ),
         ),

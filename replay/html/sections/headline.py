@@ -214,10 +214,11 @@ def _verdict(r: ReplayResult, style: str) -> list[Block]:
     )
     return [
         Para(
-            # What kind of check this is, in one span with the outcome (same weight, same
-            # colour, in every form): a confirmed re-derivation is not a reproduction.
+            # The badge, and right beside it, as large and as bold, what kind of check this
+            # is: a confirmed re-derivation is not an independent reproduction.
             rich(
-                Span(f"{r.outcome} (exit {r.exit_code}) — {'; '.join(r.checks_done())}", "strong")
+                Span(f"{r.outcome} (exit {r.exit_code})", f"badge {style}".strip()),
+                Span(f" — {'; '.join(r.checks_done())}", "strong"),
             ),
             f"verdict {style}".strip(),
         ),
@@ -278,8 +279,6 @@ def headline_section(r: ReplayResult, facts: BundleFacts) -> Section:
         tuple(blocks),
         # The headline is as strong as the receipts under it and the claims it restates.
         tuple(dict.fromkeys((*r.limits("latency"), *r.claims.limits[:1]))),
-        str(r.outcome),
-        style,
-        status_note="; ".join(r.checks_done()),
+        # No second badge on the title: the verdict line below is the badge.
         summary=True,
     )
