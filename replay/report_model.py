@@ -563,9 +563,19 @@ def section_summaries(r: ReplayResult) -> tuple[tuple[str, str], ...]:
         ),
     ]
     if r.media is not None:
-        out.append(("media", "re-scored; see -v for every output"))
+        m = r.media
+        out.append(
+            (
+                "media",
+                f"re-scored: {m.to_dict().get('verdict')}; "
+                f"{len(m.integrity_failures())} integrity failure(s), "
+                f"{len(m.failures())} failure(s), {len(m.gaps())} gap(s)",
+            )
+        )
     if r.against is not None:
-        out.append(("rerun", "compared; see -v for every figure"))
+        rep = r.against.to_dict().get("reproduced")
+        word = "could not be judged" if rep is None else "reproduced" if rep else "not reproduced"
+        out.append(("rerun", f"effect {word} against the sealed bundle"))
     out.append(
         (
             "integrity",
