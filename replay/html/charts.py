@@ -10,6 +10,16 @@ the metadata, and the XML prolog, metadata block and comments stripped (the
 comments would repeat bundle text outside our escaping). Every ``id`` in the
 SVG is prefixed with the chart id so several charts can share one HTML page.
 
+Two charts. The effect chart (:func:`latency_chart`) puts every arm's
+measured requests, server means and arm means on ONE axes whose y-axis starts
+at zero, with an arrow from the baseline arm mean to the candidate's labelled
+with the change the replay derived: a 3.77× speed-up looks like one. Warmups
+(slower, never samples) sit on a small axes of their own, so they cannot set
+the scale. The distribution chart (:func:`distribution_chart`) draws each
+arm's ECDF on one latency axis from zero: a step line per arm, which stays
+readable from ten requests to a hundred thousand (dots per request only up to
+:data:`ECDF_MARKERS_LIMIT` per arm).
+
 Marks carry stable ids: ``<chart>-measured-NNNN`` for each measured request
 with status ok, ``<chart>-failed-NNNN`` for measured requests that did not
 succeed, ``<chart>-warmup-NNNN`` for warmups, ``<chart>-servermean-NN`` and
