@@ -16,7 +16,7 @@ from replay.exact import Exact, display, round_half_even
 from replay.quality import FAIL, PASS, UNATTESTED
 from replay.result import ReplayResult
 
-__all__ = ["Section", "Table", "headline", "sections"]
+__all__ = ["Section", "Table", "headline", "section_summaries", "sections", "with_unit"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,31 @@ def _n(value: Exact | None, decimals: int = 2) -> str:
 
 def _f(value: float | None) -> str:
     return "-" if value is None else f"{value:g}"
+
+
+def _d(value: float | None, decimals: int = 2) -> str:
+    """A float at the precision of the means beside it (Python rounds its exact value)."""
+    return "-" if value is None else f"{value:.{decimals}f}"
+
+
+# What a "count" claim counts, by statistic: "26 requests", not "26 count".
+_COUNT_NOUNS = {
+    "requests_passed": "requests",
+    "comparisons_passed": "comparisons",
+    "worker_exits_clean": "worker exits",
+}
+
+
+def with_unit(value: str, unit: str, statistic: str = "") -> str:
+    """A claimed value as people write it: no "1" unit, "3.77×", "26 requests", "396.30 s"."""
+    if unit in ("1", ""):
+        return value
+    if unit == "count":
+        noun = _COUNT_NOUNS.get(statistic, "")
+        return f"{value} {noun}" if noun else value
+    if unit == "x":
+        return f"{value}×"
+    return f"{value} {unit}"
 
 
 def headline(r: ReplayResult) -> tuple[str, ...]:
@@ -116,7 +141,7 @@ def _claims(r: ReplayResult) -> Section:
                 c.status.upper() if c.status != CONFIRMED else c.status,
                 c.claim_id,
                 c.statistic,
-                f"{c.claimed} {c.unit}",
+                with_unit(c.claimed, c.unit, c.statistic),
                 "-" if c.recomputed is None else c.recomputed,
                 "-" if c.exact is None else c.exact,
             )
@@ -247,8 +272,8 @@ def _latency(r: ReplayResult) -> Section:
             str(s.n),
             _n(s.mean_s),
             _n(s.sd_s),
-            _f(s.min_s),
-            _f(s.max_s),
+            _d(s.min_s),
+            _d(s.max_s),
         )
         for s in lat.servers()
     )
@@ -499,6 +524,115 @@ def _serving(r: ReplayResult) -> list[Section]:
         "p99 E2EL ms",
     )
     return [Section("Serving (latency against throughput)", (Table(headers, rows),))]
+
+
+def section_summaries(r: ReplayResult) -> tuple[tuple[str, str], ...]:
+    """One line per section, (title, what it found), for the default terminal output.
+
+    Counts only, read off the one result: no verdict is decided here.
+    """
+    c, a, cf, lc, t, q, i = (
+        r.claims,
+        r.attempts,
+        r.conformance,
+        r.lifecycle,
+        r.telemetry,
+        r.quality,
+        r.integrity,
+    )
+    ne = "not evidenced"
+    out = [
+        (
+            "claims",
+            f"{c.count(CONFIRMED)} confirmed, {c.count(CONTRADICTED)} contradicted, "
+            f"{c.count(UNVERIFIABLE)} unverifiable, {len(c.not_claimed)} stated not claimed"
+            if c.checks
+            else f"{ne}: the bundle states no claim",
+        ),
+        (
+            "attempts",
+            f"{len(a.attempts)} attempt(s), accepted {a.accepted}; "
+            + ("isolated" if a.isolated else "NOT isolated"),
+        ),
+        (
+            "plan conformance",
+            (
+                f"{len(cf.deviations)} deviation(s) from plan {cf.plan_id}"
+                if cf.deviations
+                else f"no deviation from plan {cf.plan_id} ({len(cf.servers)} servers)"
+            )
+            if cf.checked
+            else f"{ne}: no frozen plan",
+        ),
+        (
+            "latency",
+            f"{r.latency.samples_used} samples on {len(list(r.latency.servers()))} servers "
+            f"in {len(r.latency.arms)} arm(s)"
+            if r.evidenced("latency")
+            else f"{ne}: no measured request with status ok",
+        ),
+        (
+            "quality",
+            f"{q.comparisons_passed}/{q.comparisons_total} comparisons pass, "
+            f"{q.comparisons_failed} fail, {q.comparisons_unattested} unattested "
+            f"({len(q.gates)} gates)"
+            if r.evidenced("quality")
+            else ne,
+        ),
+        (
+            "lifecycle",
+            f"{lc.clean}/{lc.total} worker exits clean" if r.evidenced("lifecycle") else ne,
+        ),
+        (
+            "telemetry",
+            f"{sum(x.samples for x in t.arms)} samples; "
+            + "; ".join(
+                f"peak HBM {p.baseline} → {p.candidate} {_signed(p.change_pct)} %"
+                for p in t.pairs
+                if p.change_pct is not None
+            )
+            if r.evidenced("telemetry")
+            else ne,
+        ),
+    ]
+    if r.serving:
+        arms = sorted({p.arm for p in r.serving})
+        points = sorted({p.load_point for p in r.serving})
+        out.append(
+            (
+                "serving",
+                f"{len(points)} load point(s) in {len(arms)} arm(s); "
+                "throughput and p99 latency per point with -v",
+            )
+        )
+    if r.media is not None:
+        m = r.media
+        out.append(
+            (
+                "media",
+                f"re-scored: {m.to_dict().get('verdict')}; "
+                f"{len(m.integrity_failures())} integrity failure(s), "
+                f"{len(m.failures())} failure(s), {len(m.gaps())} gap(s)",
+            )
+        )
+    if r.against is not None:
+        rep = r.against.to_dict().get("reproduced")
+        word = "could not be judged" if rep is None else "reproduced" if rep else "not reproduced"
+        out.append(("rerun", f"effect {word} against the sealed bundle"))
+    out.append(
+        (
+            "integrity",
+            f"{i.members} members verified; signature {i.signature_status}",
+        )
+    )
+    return tuple(out)
+
+
+def _signed(value: Exact | None) -> str:
+    if value is None:
+        return "-"
+    text = _n(value)
+    return text if text.startswith("-") else f"+{text}"
 
 
 def _extras(r: ReplayResult) -> list[Section]:

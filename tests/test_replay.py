@@ -95,7 +95,10 @@ def test_unsigned_and_untrusted_are_refused_unless_allowed(tmp_path: Path, keys:
     code, text = run(str(other), "--key", str(keys.public_path), "--allow-unsigned")
     assert code == 0
     assert "UNSIGNED/UNTRUSTED" in text.splitlines()[1]
-    assert text.count(f"limit: {UNTRUSTED_NOTE}") == len(SECTIONS)
+    assert text.count(f"limit: {UNTRUSTED_NOTE}") == 1  # the summary says it once
+    code, text = run(str(other), "--key", str(keys.public_path), "--allow-unsigned", "-v")
+    assert code == 0
+    assert text.count(f"limit: {UNTRUSTED_NOTE}") == len(SECTIONS)  # -v: in every section
 
 
 def test_usage_and_io_errors(tmp_path: Path, keys: Keys) -> None:

@@ -66,6 +66,12 @@ def test_slower_candidate_does_not_reproduce(tmp_path: Path, keys: Keys) -> None
         replay_command,
         [str(rerun), "--against", str(sealed), "--key", str(keys.public_path)],
     )
+    assert "  rerun " in res.output and "effect not reproduced" in res.output  # summary
+    assert res.exit_code == 4
+    res = CliRunner().invoke(
+        replay_command,
+        [str(rerun), "--against", str(sealed), "--key", str(keys.public_path), "-v"],
+    )
     assert "RERUN VS SEALED" in res.output
     assert "not reproduced" in res.output
     assert res.exit_code == 4

@@ -92,7 +92,7 @@ def test_sd_is_across_server_means_and_labelled_apart(result: ReplayResult) -> N
     # ... "not across the six measured requests": that SD is reported too, but apart.
     assert base.n_requests == 6
     assert cents(base.sd_requests_s) != Decimal("15.51")
-    text = render_text(result)
+    text = render_text(result, verbose=True)
     assert "SD across server means" in text
     assert "SD across requests" in text
 

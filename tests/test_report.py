@@ -456,22 +456,31 @@ def test_markdown_passes_the_lint_text_command(seed_md: str, tmp_path: Path) -> 
 
 
 def test_markdown_has_the_same_sections_and_figures(seed_md: str) -> None:
-    for title in (
-        "## Headline",
-        "## Claims",
-        "## Repeated trials and latency",
-        "## Quality gates",
-        "## Sources and benefit",
-        "## Attempts",
-        "## Plan conformance",
-        "## Lifecycle: worker exits",
-        "## Telemetry: peak HBM",
-        "## Scorer identity",
-        "## Signatures and integrity",
-        "## External artifacts",
-        "## What is not claimed",
-    ):
+    # A PR body: the headline and the gates open, first; every other section folded.
+    assert seed_md.index("## Headline") < seed_md.index("## Quality gates")
+    assert seed_md.index("## Quality gates") < seed_md.index("<details><summary><b>")
+    first = seed_md.split("## Headline", 1)[1].split("\n\n")[1]
+    assert first == (
+        "**CONFIRMED (exit 0) — re-derived from the author's receipts; "
+        "media not re-scored; hardware not re-run**"
+    )
+    for title in ("## Headline", "## Quality gates"):
         assert title in seed_md
+    for title in (
+        "Claims",
+        "Repeated trials and latency",
+        "Sources and benefit",
+        "Attempts",
+        "Plan conformance",
+        "Lifecycle: worker exits",
+        "Telemetry: peak HBM",
+        "Scorer identity",
+        "Signatures and integrity",
+        "External artifacts",
+        "What is not claimed",
+    ):
+        assert f"<details><summary><b>{title}</b>" in seed_md
+    assert seed_md.count("<details>") == seed_md.count("</details>")
     for figure in ("407.27 → 108.12 s", "73.45 %", "3.77×", "0.813411", "3.10 %"):
         assert figure in seed_md
     assert "| baseline | baseline-1 | 612.84, 431.57 | 394.62, 398.05, 396.23 |" in seed_md

@@ -106,3 +106,20 @@ def test_chromium_draws_the_page(rendered: tuple[Path, str, str, Path]) -> None:
     assert colours is not None
     assert len(colours) > 50, "a blank or unstyled page"
     assert any(c == GOOD_GREEN for _, c in colours), "the stylesheet was not applied"
+
+
+def test_at_phone_width_the_verdict_is_above_the_fold(
+    rendered: tuple[Path, str, str, Path], tmp_path: Path
+) -> None:
+    """At 390 px the verdict badge (green) is drawn within the first screen (844 px)."""
+    image_module = pytest.importorskip("PIL.Image", reason="Pillow (a matplotlib dependency)")
+    page, _, _, _ = rendered
+    shot = tmp_path / "phone.png"
+    run = chromium(page, f"--screenshot={shot}", "--window-size=390,844", "--hide-scrollbars")
+    assert run.returncode == 0, run.stderr[-2000:]
+    with image_module.open(shot) as img:
+        assert img.size == (390, 844)
+        rgb = img.convert("RGB")
+        colours = rgb.getcolors(maxcolors=1 << 20)
+    assert colours is not None
+    assert any(c == GOOD_GREEN for _, c in colours), "no verdict on the first phone screen"

@@ -10,6 +10,16 @@ the metadata, and the XML prolog, metadata block and comments stripped (the
 comments would repeat bundle text outside our escaping). Every ``id`` in the
 SVG is prefixed with the chart id so several charts can share one HTML page.
 
+Two charts. The effect chart (:func:`latency_chart`) puts every arm's
+measured requests, server means and arm means on ONE axes whose y-axis starts
+at zero, with an arrow from the baseline arm mean to the candidate's labelled
+with the change the replay derived: a 3.77× speed-up looks like one. Warmups
+(slower, never samples) sit on a small axes of their own, so they cannot set
+the scale. The distribution chart (:func:`distribution_chart`) draws each
+arm's ECDF on one latency axis from zero: a step line per arm, which stays
+readable from ten requests to a hundred thousand (dots per request only up to
+:data:`ECDF_MARKERS_LIMIT` per arm).
+
 Marks carry stable ids: ``<chart>-measured-NNNN`` for each measured request
 with status ok, ``<chart>-failed-NNNN`` for measured requests that did not
 succeed, ``<chart>-warmup-NNNN`` for warmups, ``<chart>-servermean-NN`` and
@@ -22,6 +32,7 @@ groups would make a page no browser opens comfortably.
 from __future__ import annotations
 
 import io
+import math
 import re
 import warnings
 from collections.abc import Iterator, Sequence
@@ -36,17 +47,26 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
+    "ECDF_MARKERS_LIMIT",
     "INDIVIDUAL_MARKS_LIMIT",
     "PIP_INSTALL",
     "ArmPanel",
+    "Effect",
     "ServerPoints",
     "TrialChart",
+    "distribution_chart",
+    "distribution_figure",
+    "ecdf_points",
     "latency_chart",
+    "latency_figure",
 ]
 
 PIP_INSTALL = "pip install 'reprobundle[report]'  (or: pip install 'matplotlib>=3.8')"
 INDIVIDUAL_MARKS_LIMIT = 2000
 """Up to this many requests every mark is its own SVG group with its own id."""
+ECDF_MARKERS_LIMIT = 200
+"""Up to this many requests per arm the ECDF also draws each request as a dot."""
+_ARM_GAP = 1.0
 
 _SALT = "reprobundle-report-v1"
 _LABEL_LIMIT = 32
@@ -98,6 +118,15 @@ class ArmPanel:
     role: str
     mean_s: float | None
     servers: tuple[ServerPoints, ...]
+
+
+@dataclass(frozen=True)
+class Effect:
+    """The change from one arm to another, as the replay derived it (label already worded)."""
+
+    baseline: str
+    candidate: str
+    label: str  # e.g. "−73.45 %  ·  3.77×"
 
 
 @dataclass(frozen=True)
@@ -175,100 +204,205 @@ def _points(
     ids.counts[kind] = ids.counts.get(kind, 0) + len(xs)
 
 
-def _panel(ax: Axes, panel: ArmPanel, index: int, ids: _Ids, individual: bool) -> None:
-    color = _color(panel, index)
-    measured_style = {
+def _server_positions(panels: Sequence[ArmPanel]) -> list[list[float]]:
+    """x of each server: arms side by side on one axis, a gap between arms."""
+    out: list[list[float]] = []
+    x = 0.0
+    for p in panels:
+        out.append([x + k for k in range(len(p.servers))])
+        x += max(len(p.servers), 1) + _ARM_GAP
+    return out
+
+
+def _styles(individual: bool, color: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    measured = {
         "marker": "o",
         "markersize": 6.5,
         "color": color,
         "markeredgecolor": "white",
         "zorder": 4,
     }
-    warm_style = {
-        "marker": "^",
-        "markersize": 6.5,
-        "markerfacecolor": "none",
-        "markeredgecolor": _WARMUP_COLOR,
-        "markeredgewidth": 1.2,
-        "zorder": 4,
-    }
-    fail_style = {"marker": "X", "markersize": 7.5, "color": _FAIL_COLOR, "zorder": 4}
+    fail = {"marker": "X", "markersize": 7.5, "color": _FAIL_COLOR, "zorder": 4}
     if not individual:
         # Thousands of dots per server: small, translucent, no white edge (edges would merge
         # into a white block), and the means drawn over them instead of under.
-        measured_style.update(markersize=2.5, markeredgewidth=0, alpha=0.35)
-        fail_style.update(markersize=3.5, alpha=0.6)
-    for k, s in enumerate(panel.servers):
-        common: dict[str, Any] = {
-            "ids": ids,
-            "individual": individual,
-            "group": f"s{index:02d}{k:02d}",
-        }
-        wx = _spread(k - 0.28, 0.14, len(s.warmups))
-        _points(ax, wx, s.warmups, kind="warmup", style=warm_style, **common)
-        mx = _spread(k + 0.08, 0.3, len(s.measured_ok) + len(s.measured_failed))
-        ok_x, fail_x = mx[: len(s.measured_ok)], mx[len(s.measured_ok) :]
-        _points(ax, ok_x, s.measured_ok, kind="measured", style=measured_style, **common)
-        _points(ax, fail_x, s.measured_failed, kind="failed", style=fail_style, **common)
-        if s.mean_s is not None:
-            # Wider than the dots; behind a few, over a crowd: both stay visible.
+        measured.update(markersize=2.5, markeredgewidth=0, alpha=0.35)
+        fail.update(markersize=3.5, alpha=0.6)
+    return measured, fail
+
+
+def _measured(
+    ax: Axes, panels: Sequence[ArmPanel], xs: list[list[float]], ids: _Ids, individual: bool
+) -> None:
+    """Every measured request, server means and arm means of every arm, on one axes."""
+    for i, panel in enumerate(panels):
+        color = _color(panel, i)
+        measured_style, fail_style = _styles(individual, color)
+        for k, s in enumerate(panel.servers):
+            x0 = xs[i][k]
+            common: dict[str, Any] = {
+                "ids": ids,
+                "individual": individual,
+                "group": f"s{i:02d}{k:02d}",
+            }
+            mx = _spread(x0, 0.5, len(s.measured_ok) + len(s.measured_failed))
+            ok_x, fail_x = mx[: len(s.measured_ok)], mx[len(s.measured_ok) :]
+            _points(ax, ok_x, s.measured_ok, kind="measured", style=measured_style, **common)
+            _points(ax, fail_x, s.measured_failed, kind="failed", style=fail_style, **common)
+            if s.mean_s is not None:
+                # Wider than the dots; behind a few, over a crowd: both stay visible.
+                ax.plot(
+                    [x0 - 0.36, x0 + 0.36],
+                    [s.mean_s, s.mean_s],
+                    color="#111111",
+                    linewidth=1.6,
+                    solid_capstyle="butt",
+                    zorder=3 if individual else 5,
+                    gid=ids.next("servermean"),
+                )
+        if panel.mean_s is not None and xs[i]:
             ax.plot(
-                [k - 0.14, k + 0.3],
-                [s.mean_s, s.mean_s],
-                color="#111111",
-                linewidth=1.6,
-                solid_capstyle="butt",
-                zorder=3 if individual else 5,
-                gid=ids.next("servermean"),
+                [xs[i][0] - 0.5, xs[i][-1] + 0.5],
+                [panel.mean_s, panel.mean_s],
+                color=color,
+                linestyle=(0, (5, 3)),
+                linewidth=1.4,
+                zorder=2,
+                gid=ids.next("armmean"),
             )
-    if panel.mean_s is not None:
-        ax.axhline(
-            panel.mean_s,
-            color=color,
-            linestyle=(0, (5, 3)),
-            linewidth=1.1,
-            gid=ids.next("armmean"),
+
+
+def _effects(
+    ax: Axes, panels: Sequence[ArmPanel], xs: list[list[float]], effects: Sequence[Effect]
+) -> None:
+    """An arrow from each baseline arm mean to its candidate arm mean, labelled with the change."""
+    where = {p.arm: i for i, p in enumerate(panels)}
+    for e in effects:
+        b, c = where.get(e.baseline), where.get(e.candidate)
+        if b is None or c is None or not xs[b] or not xs[c]:
+            continue
+        yb, yc = panels[b].mean_s, panels[c].mean_s
+        if yb is None or yc is None:
+            continue
+        # Between the two groups when they are neighbours; else just left of the candidate.
+        x = (xs[b][-1] + xs[c][0]) / 2 if abs(b - c) == 1 else xs[c][0] - 0.75
+        ax.annotate(
+            "",
+            xy=(x, yc),
+            xytext=(x, yb),
+            arrowprops={"arrowstyle": "-|>", "color": "#111111", "linewidth": 1.3},
+            zorder=6,
         )
-    ax.set_xticks(range(len(panel.servers)))
-    crowded = len(panel.servers) > 6
+        ax.text(
+            x,
+            (yb + yc) / 2,
+            e.label,
+            ha="center",
+            va="center",
+            fontsize=9.5,
+            fontweight="bold",
+            color="#111111",
+            bbox={"boxstyle": "round,pad=0.25", "facecolor": "white", "edgecolor": "#bbbbbb"},
+            zorder=7,
+        )
+
+
+def _x_labels(ax: Axes, panels: Sequence[ArmPanel], xs: list[list[float]]) -> None:
+    ticks = [x for row in xs for x in row]
+    names = [_label(s.server) for p in panels for s in p.servers]
+    crowded = len(ticks) > 8
+    ax.set_xticks(ticks)
     ax.set_xticklabels(
-        [_label(s.server) for s in panel.servers],
+        names,
         rotation=40 if crowded else 0,
         ha="right" if crowded else "center",
         fontsize=7 if crowded else None,
     )
-    ax.set_xlim(-0.6, max(len(panel.servers) - 0.4, 0.6))
-    mean = "" if panel.mean_s is None else f" (arm mean {panel.mean_s:.2f} s)"
-    ax.set_title(_label(panel.arm) + mean, loc="left")
-    ax.margins(y=0.12)
+    last = max(ticks, default=0.0)
+    ax.set_xlim(-0.7, last + 0.7)
+    for i, p in enumerate(panels):
+        if xs[i]:
+            mean = "" if p.mean_s is None else f" · mean {p.mean_s:.2f} s"
+            ax.text(
+                (xs[i][0] + xs[i][-1]) / 2,
+                1.01,
+                _label(p.arm) + mean,
+                transform=ax.get_xaxis_transform(),
+                ha="center",
+                va="bottom",
+                fontsize=9.5,
+                fontweight="bold",
+                color=_color(p, i),
+            )
 
 
-def _legend(fig: Figure, panels: Sequence[ArmPanel]) -> None:
+def _warmups(ax: Axes, panels: Sequence[ArmPanel], ids: _Ids, individual: bool) -> None:
+    """Warmups alone, on their own small axes (they are slower and never samples)."""
+    style = {
+        "marker": "^",
+        "markersize": 5.5,
+        "markerfacecolor": "none",
+        "markeredgecolor": _WARMUP_COLOR,
+        "markeredgewidth": 1.1,
+        "zorder": 4,
+    }
+    xs = _server_positions(panels)
+    for i, p in enumerate(panels):
+        for k, s in enumerate(p.servers):
+            wx = _spread(xs[i][k], 0.4, len(s.warmups))
+            _points(
+                ax,
+                wx,
+                s.warmups,
+                kind="warmup",
+                style=style,
+                ids=ids,
+                individual=individual,
+                group=f"w{i:02d}{k:02d}",
+            )
+    ticks = [x for row in xs for x in row]
+    centers = [(row[0] + row[-1]) / 2 for row in xs if row]
+    ax.set_xticks(centers)
+    ax.set_xticklabels(
+        [_label(p.arm)[:12] for p, row in zip(panels, xs, strict=True) if row], fontsize=7
+    )
+    ax.set_xlim(-0.7, max(ticks, default=0.0) + 0.7)
+    ax.set_ylim(bottom=0)
+    ax.set_title("warmups (not samples)", loc="center", fontsize=8.5, color="#555555")
+    ax.tick_params(labelsize=7.5)
+
+
+def _legend(fig: Figure, panels: Sequence[ArmPanel], warmups: bool) -> None:
     from matplotlib.lines import Line2D
 
     # Proxy handles: legend entries must not copy the marks' ids or add marks.
-    color = _color(panels[0], 0) if panels else "#333333"
-    handles = [
-        Line2D([], [], linestyle="none", marker="o", color=color, markeredgecolor="white"),
-        Line2D(
-            [],
-            [],
-            linestyle="none",
-            marker="^",
-            markerfacecolor="none",
-            markeredgecolor=_WARMUP_COLOR,
-        ),
+    handles: list[Any] = [
+        Line2D([], [], linestyle="none", marker="o", color=_color(p, i), markeredgecolor="white")
+        for i, p in enumerate(panels)
+    ]
+    labels = [f"{_label(p.arm)}: measured request (status ok)" for p in panels]
+    handles += [
         Line2D([], [], linestyle="none", marker="X", color=_FAIL_COLOR),
         Line2D([], [], color="#111111", linewidth=1.6),
-        Line2D([], [], color=color, linestyle=(0, (5, 3))),
+        Line2D([], [], color="#777777", linestyle=(0, (5, 3))),
     ]
-    labels = [
-        "measured request (status ok)",
-        "warmup (not a sample)",
+    labels += [
         "measured, failed (not a sample)",
         "server mean",
         "arm mean (mean of server means)",
     ]
+    if warmups:
+        handles.append(
+            Line2D(
+                [],
+                [],
+                linestyle="none",
+                marker="^",
+                markerfacecolor="none",
+                markeredgecolor=_WARMUP_COLOR,
+            )
+        )
+        labels.append("warmup (not a sample)")
     fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False)
 
 
@@ -302,12 +436,90 @@ def _clean_svg(svg: str, prefix: str, title: str) -> str:
     ).replace(">", f'>\n <title id="{prefix}-title">{escape(title)}</title>', 1)
 
 
-def latency_chart(panels: Sequence[ArmPanel], chart_id: str = "latency") -> TrialChart:
-    """Every warmup and measured request per server per arm, with server and arm means.
+def _total(panels: Sequence[ArmPanel]) -> int:
+    return sum(
+        len(s.warmups) + len(s.measured_ok) + len(s.measured_failed)
+        for p in panels
+        for s in p.servers
+    )
+
+
+def _y_top(panels: Sequence[ArmPanel]) -> float:
+    values = [
+        y
+        for p in panels
+        for s in p.servers
+        for y in (*s.measured_ok, *s.measured_failed, s.mean_s, p.mean_s)
+        if y is not None and math.isfinite(y)
+    ]
+    return max(values, default=1.0) * 1.12 or 1.0
+
+
+def latency_figure(
+    figure_class: type[Figure],
+    panels: Sequence[ArmPanel],
+    effects: Sequence[Effect] = (),
+) -> tuple[Figure, _Ids, bool]:
+    """The latency figure (not yet saved): the shared axes first, then the warmup panel.
+
+    Every arm's measured requests, server means and arm means share one axes whose
+    y-axis starts at zero, so the change between arms is seen at its true size; the
+    warmups, slower and never samples, sit on a small axes of their own to the right
+    (only when there are any) so they cannot set the main scale.
+    """
+    individual = _total(panels) <= INDIVIDUAL_MARKS_LIMIT
+    ids = _Ids()
+    n_servers = sum(len(p.servers) for p in panels)
+    has_warmups = any(s.warmups for p in panels for s in p.servers)
+    width = min(max(9.0, 2.0 + 1.1 * n_servers + 0.8 * len(panels)), 14.0)
+    height = 4.4
+    fig = figure_class(figsize=(width, height))
+    if has_warmups:
+        main, warm = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 1]}, squeeze=True)
+    else:
+        main, warm = fig.subplots(1, 1), None
+    xs = _server_positions(panels)
+    _measured(main, panels, xs, ids, individual)
+    _effects(main, panels, xs, effects)
+    _x_labels(main, panels, xs)
+    main.set_ylim(0, _y_top(panels))
+    main.set_ylabel("end-to-end latency (s)")
+    main.set_gid("shared-axes")
+    if warm is not None:
+        # Warmups are few (a handful per server): vectors with their own ids unless even
+        # they alone pass the limit.
+        n_warm = sum(len(s.warmups) for p in panels for s in p.servers)
+        _warmups(warm, panels, ids, n_warm <= INDIVIDUAL_MARKS_LIMIT)
+        warm.set_gid("warmup-axes")
+    _legend(fig, panels, has_warmups)
+    fig.subplots_adjust(
+        left=0.8 / width,
+        right=1 - 0.15 / width,
+        top=1 - 0.45 / height,
+        bottom=1.05 / height,
+        wspace=0.18,
+    )
+    return fig, ids, individual
+
+
+def _save(fig: Figure) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    return buf.getvalue()
+
+
+def latency_chart(
+    panels: Sequence[ArmPanel],
+    chart_id: str = "latency",
+    effects: Sequence[Effect] = (),
+) -> TrialChart:
+    """Every measured request of every arm on one shared axis from zero; warmups apart.
 
     Args:
         panels: one per arm, servers in run order.
         chart_id: prefix of every id in the SVG (unique within the page).
+        effects: the change between arms, as the replay derived it, drawn as an arrow
+            from the baseline arm mean to the candidate arm mean with its label.
 
     Returns:
         The SVG (inline-ready) and the count of marks per kind.
@@ -315,34 +527,93 @@ def latency_chart(panels: Sequence[ArmPanel], chart_id: str = "latency") -> Tria
     Raises:
         CouldNotRunError: matplotlib is not installed.
     """
-    total = sum(
-        len(s.warmups) + len(s.measured_ok) + len(s.measured_failed)
-        for p in panels
-        for s in p.servers
-    )
-    individual = total <= INDIVIDUAL_MARKS_LIMIT
-    ids = _Ids()
     with _matplotlib() as figure_class:
-        ncols = max(1, min(len(panels), 3))
-        nrows = max(1, -(-len(panels) // ncols))
-        fig = figure_class(figsize=(4.8 * ncols, 3.6 * nrows + 0.7))
-        axes = fig.subplots(nrows, ncols, squeeze=False)
-        for i, panel in enumerate(panels):
-            ax = axes[i // ncols][i % ncols]
-            _panel(ax, panel, i, ids, individual)
-            if i % ncols == 0:
-                ax.set_ylabel("end-to-end latency (s)")
-        for j in range(len(panels), nrows * ncols):
-            axes[j // ncols][j % ncols].set_visible(False)
-        _legend(fig, panels)
-        height = 3.6 * nrows + 0.7
-        fig.subplots_adjust(
-            left=0.09, right=0.98, top=1 - 0.35 / height, bottom=0.95 / height, wspace=0.22
-        )
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+        fig, ids, individual = latency_figure(figure_class, panels, effects)
+        svg = _save(fig)
     title = (
-        "Repeated trials: every warmup and measured request of the accepted attempt, "
-        "per server and arm, with server means and arm means"
+        "Repeated trials: every measured request of the accepted attempt, per server, all "
+        "arms on one axis starting at zero, with server means, arm means and the change "
+        "between arms; warmups on a small axis of their own"
     )
-    return TrialChart(_clean_svg(buf.getvalue(), chart_id, title), dict(ids.counts), individual)
+    return TrialChart(_clean_svg(svg, chart_id, title), dict(ids.counts), individual)
+
+
+def ecdf_points(values: Sequence[float]) -> tuple[list[float], list[float]]:
+    """The empirical CDF of ``values``: sorted values and the fraction at or below each."""
+    xs = sorted(v for v in values if math.isfinite(v))
+    n = len(xs)
+    return xs, [(i + 1) / n for i in range(n)]
+
+
+def distribution_figure(
+    figure_class: type[Figure], panels: Sequence[ArmPanel]
+) -> tuple[Figure, _Ids]:
+    """One ECDF per arm (its measured requests with status ok) on one x-axis from zero.
+
+    Up to :data:`ECDF_MARKERS_LIMIT` requests per arm each request is also a dot on
+    the step; beyond it the step line alone (a hundred thousand dots would merge into
+    a smear, the line stays readable at any count).
+    """
+    ids = _Ids()
+    fig = figure_class(figsize=(9.0, 3.4))
+    ax = fig.subplots(1, 1)
+    top = 0.0
+    for i, p in enumerate(panels):
+        values = [v for s in p.servers for v in s.measured_ok]
+        if not values:
+            continue
+        xs, ys = ecdf_points(values)
+        top = max(top, xs[-1])
+        color = _color(p, i)
+        # Start the step at 0 so the curve rises from the axis, not from nowhere.
+        ax.step(
+            [xs[0], *xs],
+            [0.0, *ys],
+            where="post",
+            color=color,
+            linewidth=1.5,
+            label=f"{_label(p.arm)} (n = {len(xs)})",
+            gid=ids.next("ecdf"),
+        )
+        if len(xs) <= ECDF_MARKERS_LIMIT:
+            ax.plot(
+                xs,
+                ys,
+                linestyle="none",
+                marker="o",
+                markersize=4,
+                color=color,
+                gid=ids.next("ecdfpoints"),
+            )
+        if p.mean_s is not None:
+            ax.axvline(p.mean_s, color=color, linestyle=(0, (5, 3)), linewidth=1.0)
+    ax.set_xlim(0, (top or 1.0) * 1.08)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("end-to-end latency (s)")
+    ax.set_ylabel("fraction of requests ≤ x")
+    ax.grid(True, axis="both")
+    ax.legend(
+        loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=max(1, len(panels)), frameon=False
+    )
+    ax.set_gid("ecdf-axes")
+    fig.subplots_adjust(left=0.08, right=0.98, top=0.88, bottom=0.15)
+    return fig, ids
+
+
+def distribution_chart(panels: Sequence[ArmPanel], chart_id: str = "distribution") -> TrialChart:
+    """The per-request distribution: each arm's ECDF on one shared x-axis from zero.
+
+    Raises:
+        CouldNotRunError: matplotlib is not installed.
+    """
+    with _matplotlib() as figure_class:
+        fig, ids = distribution_figure(figure_class, panels)
+        svg = _save(fig)
+    title = (
+        "Per-request distribution: the empirical cumulative distribution of each arm's "
+        "measured requests with status ok, on one latency axis starting at zero"
+    )
+    individual = all(
+        sum(len(s.measured_ok) for s in p.servers) <= ECDF_MARKERS_LIMIT for p in panels
+    )
+    return TrialChart(_clean_svg(svg, chart_id, title), dict(ids.counts), individual)

@@ -25,6 +25,7 @@ from replay.html.view import (
     Section,
     Steps,
     Table,
+    folds,
 )
 
 __all__ = ["CSP", "render_html"]
@@ -55,6 +56,11 @@ section > h2 { font-size: 18px; margin: 0 0 8px; padding-bottom: 4px;
 .badge.bad { background: var(--bad-bg); color: var(--bad); }
 .badge.warn { background: var(--warn-bg); color: var(--warn); }
 p { margin: 6px 0; }
+p.verdict { font-size: 17px; font-weight: 700; margin: 8px 0 10px; line-height: 1.6; }
+p.verdict .badge { font-size: 17px; font-weight: 700; margin: 0; padding: 1px 10px;
+  border-radius: 12px; }
+p.verdict strong { font-weight: 700; }
+p.empty { margin: 8px 0; color: var(--muted); }
 p.good { color: var(--good); }
 p.bad { color: var(--bad); }
 p.warn { color: var(--warn); }
@@ -107,6 +113,15 @@ figcaption { color: var(--muted); font-size: 12.5px; max-width: 900px; }
 .limits ul { margin: 2px 0 4px; padding-left: 18px; }
 footer { color: var(--muted); font-size: 12px; padding: 12px 32px 24px;
   border-top: 1px solid var(--line); }
+@media (max-width: 640px) {
+  header.top, main, footer { padding-left: 12px; padding-right: 12px; }
+  header.top h1 { font-size: 19px; }
+  .card { min-width: 0; flex: 1 1 140px; padding: 6px 10px; }
+  .card .v { font-size: 18px; white-space: normal; }
+  /* A chart shrunk to a phone's width is unreadable: keep it legible and let it scroll. */
+  figure { overflow-x: auto; }
+  figure svg { min-width: 560px; }
+}
 @media print { nav.toc { display: none; } .tablewrap { overflow: visible; } }
 """
 
@@ -152,7 +167,13 @@ def _cell(w: _Writer, c: Cell) -> str:
 
 def _table(w: _Writer, t: Table) -> None:
     tid = f' id="{t.table_id}"' if t.table_id else ""
-    if t.detail:  # long lists fold away; <details> needs no script
+    if not t.rows:
+        # A header row with no body would squeeze the caption into one narrow column.
+        caption = f"<strong>{w.text(t.caption)}</strong>: " if t.caption else ""
+        w.add(f'<p class="empty"{tid}>{caption}{w.text(t.empty)}</p>')
+        return
+    fold = folds(t)
+    if fold:  # long lists fold away; <details> needs no script
         summary = f"{t.caption or 'Details'} ({len(t.rows)} rows)"
         w.add(f"<details><summary>{w.text(summary)}</summary>")
     w.add(f'<div class="tablewrap"><table{tid}>')
@@ -166,7 +187,7 @@ def _table(w: _Writer, t: Table) -> None:
     w.add("</tbody></table></div>")
     if t.omitted:
         w.add(f'<p class="omitted">{w.text(t.omitted)}</p>')
-    if t.detail:
+    if fold:
         w.add("</details>")
 
 

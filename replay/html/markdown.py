@@ -1,7 +1,10 @@
 """The report as Markdown, meant to be pasted into a pull-request body.
 
 Same view model as the HTML form, without the charts (the per-request table
-stands in for them). Every string goes through
+stands in for them). Sized for a pull-request body: the headline (verdict and
+what kind of check it is, key figures, derivation, evidence limits) and the
+quality gates are open; every other section folds into a ``<details>`` block,
+except one that found a failure, which stays open. Every string goes through
 :func:`replay.html.text.markdown_text`: Markdown-active characters are
 escaped, ``@mentions`` and the references of closing syntax are shown as code
 (code is never linked, so pasting this closes nothing and notifies no one),
@@ -30,9 +33,13 @@ from replay.html.view import (
     Section,
     Steps,
     Table,
+    folds,
 )
 
-__all__ = ["render_markdown"]
+__all__ = ["MD_LISTING_ROWS", "render_markdown"]
+
+MD_LISTING_ROWS = 8
+"""Rows of a long listing (a ``detail`` table) a PR body shows; the HTML form shows all."""
 
 
 class _Writer:
@@ -47,7 +54,14 @@ class _Writer:
 
     def rich(self, r: Rich, in_table: bool = False) -> str:
         out = []
+        bold: list[str] = []  # adjacent bold spans become one "**...**" ("****" breaks it)
         for span in r:
+            if span.style in ("strong", "bad") or span.style.startswith("badge"):
+                bold.append(self.text(span.text))
+                continue
+            if bold:
+                out.append(f"**{''.join(bold)}**")
+                bold = []
             if span.style == "code":
                 seg = self.text(span.text)
                 # A code span cannot hold neutralized markup; fall back to escaped text then.
@@ -55,10 +69,10 @@ class _Writer:
                 if in_table:  # GFM splits cells at "|" even inside code spans
                     code = code.replace("|", "\\|")
                 out.append(code if seg == _plain(span.text) else seg)
-            elif span.style in ("strong", "bad"):
-                out.append(f"**{self.text(span.text)}**")
             else:
                 out.append(self.text(span.text))
+        if bold:
+            out.append(f"**{''.join(bold)}**")
         return "".join(out)
 
 
@@ -77,20 +91,30 @@ def _cell(w: _Writer, c: Cell) -> str:
 
 
 def _table(w: _Writer, t: Table) -> None:
+    if not t.rows:  # a header row alone would read as a broken table
+        caption = f"*{w.text(t.caption)}*: " if t.caption else ""
+        w.lines += [caption + w.text(t.empty), ""]
+        return
     out = []
     out.append("| " + " | ".join(w.text(h) or " " for h in t.headers) + " |")
     out.append(
         "|" + "|".join(" ---: " if _numeric(t, i) else " --- " for i in range(len(t.headers))) + "|"
     )
-    out += ["| " + " | ".join(_cell(w, c) for c in row) + " |" for row in t.rows]
-    if t.detail:
-        w.lines += [f"<details><summary>{w.text(t.caption or 'details')}</summary>", ""]
+    rows = t.rows[:MD_LISTING_ROWS] if t.detail else t.rows
+    out += ["| " + " | ".join(_cell(w, c) for c in row) + " |" for row in rows]
+    fold = folds(t)
+    if fold:
+        summary = f"{t.caption or 'details'} ({len(t.rows)} rows)"
+        w.lines += [f"<details><summary>{w.text(summary)}</summary>", ""]
     elif t.caption:
         w.lines += [f"*{w.text(t.caption)}*", ""]
     w.lines += [*out, ""]
+    if len(rows) < len(t.rows):
+        cut = len(t.rows) - len(rows)
+        w.lines += [w.text(f"… and {cut} more rows, listed in the HTML form of this report."), ""]
     if t.omitted:
         w.lines += [w.text(t.omitted), ""]
-    if t.detail:
+    if fold:
         w.lines += ["</details>", ""]
 
 
@@ -119,22 +143,48 @@ def _block(w: _Writer, b: Block) -> None:
         w.lines += [markdown_line_start(caption), ""]
 
 
+def _open(s: Section) -> bool:
+    """Shown open in a PR body: the summary sections, and any section that found a failure."""
+    return s.summary or s.status_style == "bad"
+
+
 def _section(w: _Writer, s: Section) -> None:
+    # The headline's status note is its first line, in the same bold: not repeated here.
     status = f" ({w.text(s.status)})" if s.status else ""
-    w.lines += [f"## {w.text(s.title)}{status}", ""]
+    if _open(s):
+        w.lines += [f"## {w.text(s.title)}{status}", ""]
+    else:
+        # GitHub renders Markdown inside <details> when blank lines surround it.
+        w.lines += [f"<details><summary><b>{w.text(s.title)}</b>{status}</summary>", ""]
     for b in s.blocks:
         _block(w, b)
     if s.limits:
         w.lines += ["Evidence limit:", ""]
         w.lines += [f"- {w.text(x)}" for x in s.limits]
         w.lines.append("")
+    if not _open(s):
+        w.lines += ["</details>", ""]
 
 
 def render_markdown(report: Report) -> str:
     """The whole report as Markdown text (deterministic; passes ``bundle lint-text``)."""
     w = _Writer()
     w.lines += [f"# {w.text(report.title)}", "", markdown_line_start(w.text(report.subtitle)), ""]
-    for s in report.sections:
+    opened = [s for s in report.sections if _open(s)]
+    folded = [s for s in report.sections if not _open(s)]
+    for s in opened:
+        _section(w, s)
+    if folded:
+        w.lines += [
+            "## Everything else",
+            "",
+            w.text(
+                "Each section below is folded: open it for its tables and its evidence limit. "
+                "The HTML form of this report has the same sections, with charts."
+            ),
+            "",
+        ]
+    for s in folded:
         _section(w, s)
     if w.neutralized:
         w.lines += [

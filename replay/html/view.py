@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 __all__ = [
+    "FOLD_ROWS",
     "Block",
     "Cell",
     "Chart",
@@ -25,13 +26,15 @@ __all__ = [
     "Steps",
     "Table",
     "cell",
+    "folds",
     "rich",
 ]
 
 
 @dataclass(frozen=True)
 class Span:
-    """A run of text; ``style`` is "" (plain), "code", "strong", "good", "bad" or "warn"."""
+    """A run of text; ``style`` is "" (plain), "code", "strong", "good", "bad", "warn", or
+    "badge" plus one of those colours (the verdict's badge)."""
 
     text: str
     style: str = ""
@@ -80,6 +83,24 @@ class Table:
     omitted: str = ""  # what was left out, said under the table
     detail: bool = False
     table_id: str = ""
+    empty: str = "none"  # said, full width, instead of a table without rows
+
+
+FOLD_ROWS = 10
+"""Tables longer than this fold into <details>, unless a row or cell is marked bad or warn."""
+_ALARM = ("bad", "warn")
+
+
+def folds(t: Table) -> bool:
+    """Whether ``t`` is drawn folded (``detail``, or long with nothing alarming in it)."""
+    if t.detail:
+        return True
+    if len(t.rows) <= FOLD_ROWS:
+        return False
+    # A failure must never hide behind a click.
+    return not any(s in _ALARM for s in t.row_styles) and not any(
+        c.style in _ALARM for row in t.rows for c in row
+    )
 
 
 @dataclass(frozen=True)
@@ -134,6 +155,7 @@ class Section:
     limits: tuple[str, ...] = ()
     status: str = ""  # a word shown next to the title ("confirmed", "FAIL", ...)
     status_style: str = ""
+    summary: bool = False  # shown open in the Markdown form (the rest folds into <details>)
 
 
 @dataclass(frozen=True)

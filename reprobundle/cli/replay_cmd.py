@@ -34,7 +34,7 @@ Exit codes:
 """
 
 
-def _run(args: ReplayArgs, *, as_json: bool, markdown: Path | None) -> int:
+def _run(args: ReplayArgs, *, as_json: bool, markdown: Path | None, verbose: bool = False) -> int:
     from bundler._internal.atomic import atomic_write_bytes
 
     verified, result = run_replay(args)
@@ -45,7 +45,7 @@ def _run(args: ReplayArgs, *, as_json: bool, markdown: Path | None) -> int:
     else:
         from replay.report_text import render_text
 
-        click.echo(render_text(result), nl=False)
+        click.echo(render_text(result, verbose=verbose), nl=False)
     if markdown is not None:
         # The same pipeline as `bundle report --format md`: one report, author text
         # neutralised (closing syntax, @-mentions) before it reaches a PR body.
@@ -72,6 +72,9 @@ def _run(args: ReplayArgs, *, as_json: bool, markdown: Path | None) -> int:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also write the report as Markdown to this file (atomically).",
 )
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Print every section's tables, not just the summary."
+)
 def replay_command(
     bundle: Path,
     against: Path | None,
@@ -86,6 +89,7 @@ def replay_command(
     allow_unsigned: bool,
     as_json: bool,
     markdown: Path | None,
+    verbose: bool,
 ) -> None:
     """Re-derive every statistic, verdict and claim of BUNDLE, offline.
 
@@ -114,5 +118,5 @@ def replay_command(
             progress=progress,
             as_json=as_json,
         )
-        code = _run(args, as_json=as_json, markdown=markdown)
+        code = _run(args, as_json=as_json, markdown=markdown, verbose=verbose)
     sys.exit(code)

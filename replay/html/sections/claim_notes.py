@@ -13,6 +13,7 @@ from typing import Any
 from replay.claims import CONFIRMED, ClaimCheck
 from replay.html.sections.common import _status_span
 from replay.html.view import Rich, Span, rich
+from replay.report_model import with_unit
 from replay.result import ReplayResult
 
 __all__ = ["_claim", "_claim_note", "_with_unit"]
@@ -40,17 +41,13 @@ def _claim_note(c: ClaimCheck | None) -> Rich:
         Span(c.claim_id, "code"),
         " ",
         _status_span(c.status),
-        f": claimed {_with_unit(c.claimed, c.unit)}",
+        f": claimed {_with_unit(c.claimed, c.unit, c.statistic)}",
     )
     if c.recomputed is not None:
         out += rich(f", recomputed {c.recomputed}")
     return out
 
 
-def _with_unit(value: str, unit: str) -> str:
-    """A claimed value with its unit, as people write it (no "1" or "count" unit)."""
-    if unit in ("1", "count", ""):
-        return value
-    if unit == "x":
-        return f"{value}×"
-    return f"{value} {unit}"
+def _with_unit(value: str, unit: str, statistic: str = "") -> str:
+    """A claimed value with its unit, as people write it (no "1" unit; "26 requests")."""
+    return with_unit(value, unit, statistic)

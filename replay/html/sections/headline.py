@@ -152,17 +152,23 @@ def _derivation(r: ReplayResult) -> list[Block]:
                     + _claim_note(_claim(r, "server_mean_s", {"server": s.server, "arm": arm.arm}))
                 )
         for arm in (b, c):
-            means = " + ".join(_n(m) for m in arm.server_means)
-            steps.append(
-                rich(
+            if len(arm.servers) == 1:
+                # "(1.79) / 1" would dress a single server up as an average of several.
+                head = rich(
+                    f"Arm mean of {arm.arm}: its one server's mean = ",
+                    Span(f"{_n(arm.mean_s)} s", "strong"),
+                    " (one server: no spread across servers can be measured)",
+                )
+            else:
+                means = " + ".join(_n(m) for m in arm.server_means)
+                head = rich(
                     f"Arm mean of {arm.arm}: mean of its {len(arm.servers)} server means, "
                     f"({means}) / {len(arm.servers)} = ",
                     Span(f"{_n(arm.mean_s)} s", "strong"),
                     " (not the mean of pooled requests: requests on one server are not "
                     "independent trials)",
                 )
-                + _claim_note(_claim(r, "arm_mean_s", {"arm": arm.arm}))
-            )
+            steps.append(head + _claim_note(_claim(r, "arm_mean_s", {"arm": arm.arm})))
         pair = {"baseline": p.baseline, "candidate": p.candidate}
         steps.append(
             rich(
@@ -208,13 +214,13 @@ def _verdict(r: ReplayResult, style: str) -> list[Block]:
     )
     return [
         Para(
+            # The badge, and right beside it, as large and as bold, what kind of check this
+            # is: a confirmed re-derivation is not an independent reproduction.
             rich(
-                Span(f"{r.outcome} (exit {r.exit_code})", style),
-                # What kind of check this is, in the same weight as the badge: a confirmed
-                # re-derivation is not an independent reproduction.
+                Span(f"{r.outcome} (exit {r.exit_code})", f"badge {style}".strip()),
                 Span(f" — {'; '.join(r.checks_done())}", "strong"),
             ),
-            style,
+            f"verdict {style}".strip(),
         ),
         Para(rich(counts)),
         *(Para(rich("✗ ", why), "bad") for why in r.integrity_failures()),
@@ -273,6 +279,6 @@ def headline_section(r: ReplayResult, facts: BundleFacts) -> Section:
         tuple(blocks),
         # The headline is as strong as the receipts under it and the claims it restates.
         tuple(dict.fromkeys((*r.limits("latency"), *r.claims.limits[:1]))),
-        str(r.outcome),
-        style,
+        # No second badge on the title: the verdict line below is the badge.
+        summary=True,
     )

@@ -202,7 +202,13 @@ def quality_section(r: ReplayResult) -> Section:
     ok = not q.comparisons_failed and not q.comparisons_unattested
     if not r.evidenced("quality"):
         return Section(
-            "quality", "Quality gates", tuple(blocks), r.limits("quality"), NOT_EVIDENCED, ""
+            "quality",
+            "Quality gates",
+            tuple(blocks),
+            r.limits("quality"),
+            NOT_EVIDENCED,
+            "",
+            summary=True,
         )
     return Section(
         "quality",
@@ -211,4 +217,5 @@ def quality_section(r: ReplayResult) -> Section:
         r.limits("quality"),
         f"{q.comparisons_passed}/{q.comparisons_total} pass",
         "good" if ok else "bad" if q.comparisons_failed else "warn",
+        summary=True,  # the gates summary is part of a PR body
     )

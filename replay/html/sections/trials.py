@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.exact import to_double
-from replay.html.charts import ArmPanel, ServerPoints, latency_chart
+from replay.html.charts import ArmPanel, Effect, ServerPoints, distribution_chart, latency_chart
 from replay.html.facts import BundleFacts
 from replay.html.sections.common import MAX_ROWS, _f, _n
 from replay.html.view import Block, Chart, Para, Section, Span, Table, cell, rich
@@ -93,33 +93,69 @@ def _trials_table(panels: Sequence[ArmPanel]) -> Table:
     )
 
 
-def _chart(r: ReplayResult, panels: Sequence[ArmPanel], charts: bool) -> Block:
-    """The repeated-trial chart (or, without charts, its caption only), or why there is none."""
+def _effects(r: ReplayResult) -> list[Effect]:
+    """The change of each pair, worded from the replay's own figures (never recomputed)."""
+    out = []
+    for p in r.latency.pairs:
+        if p.percent_lower is None or p.speedup is None:
+            continue
+        change = -to_double(p.percent_lower)
+        sign = "−" if change < 0 else "+"
+        label = f"{sign}{_n(abs(p.percent_lower))} %  ·  {_n(p.speedup)}×"
+        out.append(Effect(p.baseline, p.candidate, label))
+    return out
+
+
+def _chart(r: ReplayResult, panels: Sequence[ArmPanel], charts: bool) -> list[Block]:
+    """The repeated-trial chart and the per-request distribution, or why there are none."""
     n_measured = sum(len(s.measured_ok) for p in panels for s in p.servers)
     n_warm = sum(len(s.warmups) for p in panels for s in p.servers)
     caption = rich(
-        f"Each dot is one measured request with status ok ({n_measured}), each hollow "
-        f"triangle a warmup ({n_warm}, never a sample), each cross a measured request that "
-        "failed; the black bar is the server mean, the dashed line the arm mean (the mean of "
-        "its server means). Servers in run order."
+        f"All arms on one latency axis starting at zero. Each dot is one measured request "
+        f"with status ok ({n_measured}), each cross a measured request that failed; the black "
+        "bar is the server mean, the dashed line the arm mean (the mean of its server means); "
+        "the arrow is the change the replay derived"
+        + "".join(f" ({e.baseline} → {e.candidate}: {e.label})" for e in _effects(r))
+        + ". Servers in run order. The warmups "
+        f"({n_warm}, never samples) are on the small axis to the right, on their own scale."
     )
     if not any(s.warmups or s.measured_ok or s.measured_failed for p in panels for s in p.servers):
-        return Para(
-            rich(
-                f"The accepted attempt {r.accepted_attempt} has no timed warmup or measured "
-                "request: there is nothing to chart."
-            ),
-            "warn",
-        )
-    if charts:
-        chart = latency_chart(panels)
-        if not chart.individual:
-            caption += rich(
-                " With this many requests the marks are drawn as one embedded image (too many "
-                "for one SVG element each); every request is still one dot."
+        return [
+            Para(
+                rich(
+                    f"The accepted attempt {r.accepted_attempt} has no timed warmup or "
+                    "measured request: there is nothing to chart."
+                ),
+                "warn",
             )
-        return Chart("latency", chart.svg, caption, "Repeated-trial chart", dict(chart.marks))
-    return Chart("latency", None, caption, "Repeated-trial chart")
+        ]
+    dist_caption = rich(
+        "Per-request distribution: for each arm, the fraction of its measured requests "
+        "(status ok, all servers pooled) that took at most x seconds; dashed lines are the "
+        "arm means. Pooled requests are shown for their spread only: the arm mean and its "
+        "SD are over server means."
+    )
+    if not charts:
+        return [Chart("latency", None, caption, "Repeated-trial chart")]
+    chart = latency_chart(panels, effects=_effects(r))
+    if not chart.individual:
+        caption += rich(
+            " With this many requests the marks are drawn as one embedded image (too many "
+            "for one SVG element each); every request is still one dot."
+        )
+    out: list[Block] = [
+        Chart("latency", chart.svg, caption, "Repeated-trial chart", dict(chart.marks))
+    ]
+    if n_measured:
+        dist = distribution_chart(panels)
+        if not dist.individual:
+            dist_caption += rich(" Arms with many requests are drawn as a step line only.")
+        out.append(
+            Chart(
+                "distribution", dist.svg, dist_caption, "Per-request distribution", dict(dist.marks)
+            )
+        )
+    return out
 
 
 def _arms_table(lat: LatencyResult) -> Table:
@@ -159,7 +195,7 @@ def trials_section(r: ReplayResult, facts: BundleFacts, charts: bool) -> Section
     """The repeated-trials section; ``charts`` draws the SVG chart (needs matplotlib)."""
     panels = _panels(r, facts)
     untimed = sum(t.untimed for t in facts.trials)
-    blocks: list[Block] = [_chart(r, panels, charts), _trials_table(panels)]
+    blocks: list[Block] = [*_chart(r, panels, charts), _trials_table(panels)]
     if untimed:
         blocks.append(
             Para(rich(f"{untimed} request(s) without an end-to-end time not drawn."), "warn")

@@ -1,0 +1,76 @@
+"""``bundle replay``'s terminal text: verdict first, a one-screen summary, tables with -v.
+
+Expected figures come from the factory's spec (tests/replay_factory.py), by hand.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from replay.api import replay_bundle
+from replay.html.render import render_bundle
+from replay.report_text import render_text
+from replay.result import ReplayResult
+from tests.conftest import Keys
+from tests.replay_factory import build, seed_like
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> ReplayResult:
+    from tests.conftest import make_keys
+
+    tmp = tmp_path_factory.mktemp("text")
+    keys = make_keys(tmp)
+    bundle = build(seed_like()).seal(tmp, keys.private)
+    return replay_bundle(bundle, trusted=[keys.public])
+
+
+def test_default_output_is_the_verdict_then_a_summary(seeded: ReplayResult) -> None:
+    lines = render_text(seeded).splitlines()
+    assert lines[0] == "REPLAY"
+    assert lines[1].strip() == (
+        "CONFIRMED (exit 0) — re-derived from the author's receipts; media not re-scored; "
+        "hardware not re-run"
+    )
+    assert len(lines) <= 24  # one screen
+    assert "SECTIONS" in lines
+    # seed_like: 4 servers x 8 workers, all clean; 14 comparisons, all passing.
+    assert any(re.fullmatch(r"  lifecycle +32/32 worker exits clean", x) for x in lines)
+    assert any(x.startswith("  quality ") and "14/14 comparisons pass" in x for x in lines)
+    assert "-v" in lines[-1]
+    assert "CLAIMS" not in lines and not any(x.startswith("  limit:") for x in lines)
+
+
+def test_verbose_output_lists_every_table_with_units_as_units(seeded: ReplayResult) -> None:
+    text = render_text(seeded, verbose=True)
+    lines = text.splitlines()
+    assert lines[1].startswith("  CONFIRMED (exit 0) — ")
+    assert "CLAIMS" in lines and "LATENCY" in lines and "  limit: " in text
+    claims = lines[
+        lines.index("CLAIMS") + 3 : lines.index("CLAIMS") + 3 + len(seeded.claims.checks)
+    ]
+    assert len(claims) == len(seeded.claims.checks)
+    for row in claims:
+        # Columns: status, claim, statistic, claimed (2+ spaces separate columns).
+        claimed = re.split(r"\s{2,}", row.strip())[3]
+        assert not claimed.endswith((" 1", " count")), row
+    by_stat = {re.split(r"\s{2,}", r.strip())[2]: re.split(r"\s{2,}", r.strip())[3] for r in claims}
+    # The factory states every count claim: 26 requests (4 x (2 + 3) + 6 quality).
+    assert by_stat["requests_passed"] == "26 requests"
+    assert by_stat["worker_exits_clean"] == "32 worker exits"
+    # baseline-1 measured 396.10, 396.30, 396.50 s: min and max at the means' 2 decimals.
+    row = next(x for x in lines if x.split()[:2] == ["baseline", "baseline-1"])
+    assert row.split()[3:] == ["396.30", "0.20", "396.10", "396.50"]
+
+
+def test_a_one_server_arm_is_not_written_as_an_average(tmp_path: Path, keys: Keys) -> None:
+    spec = seed_like()
+    spec.servers = [s for s in spec.servers if s.name in ("baseline-1", "candidate-1")]
+    bundle = build(spec).seal(tmp_path, keys.private)
+    md = render_bundle(bundle, "md", trusted=[keys.public]).text
+    assert ") / 1 =" not in md
+    assert "Arm mean of baseline: its one server's mean = **396.30 s**" in md
+    assert "Arm mean of candidate: its one server's mean = **106.66 s**" in md
