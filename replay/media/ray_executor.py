@@ -28,6 +28,7 @@ comparison's result is taken from exactly one task's return value.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -176,7 +177,7 @@ class RayCluster:
             raise DeviceError(f"--device {device}: on Ray, LPIPS runs on cpu or cuda")
         joined_here = False
         if not ray.is_initialized():
-            kw: dict[str, Any] = {"logging_level": "ERROR", "configure_logging": True}
+            kw: dict[str, Any] = {"logging_level": logging.ERROR, "configure_logging": True}
             try:
                 if address:
                     ray.init(address=address, **kw)
