@@ -592,6 +592,7 @@ def main() -> int:
     ap.add_argument("--lpips-frames", type=int, default=4)
     ap.add_argument("--device", default="cpu", help="LPIPS device: cpu, cuda[:N]")
     ap.add_argument("--skip-sample", action="store_true")
+    ap.add_argument("--skip-lpips", action="store_true", help="no LPIPS rows")
     ap.add_argument("--skip-executors", action="store_true", help="no --jobs / Ray rows")
     ap.add_argument("--no-ray", action="store_true", help="no Ray rows")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -611,10 +612,11 @@ def main() -> int:
         bench_decode_ssim(a, b, args.repeats, o)
         o.update({f"{k}_cpu_s": v for k, v in CPU.items()})
         out[size] = o
-    note("LPIPS…")
-    bench_lpips(
-        a, b, workdir, k=args.lpips_frames, repeats=args.repeats, out=out, device=args.device
-    )
+    if not args.skip_lpips:
+        note("LPIPS…")
+        bench_lpips(
+            a, b, workdir, k=args.lpips_frames, repeats=args.repeats, out=out, device=args.device
+        )
     if not args.skip_executors:
         note("media-mini at --jobs 1 / 2 and on Ray…")
         bench_executors(workdir, out, repeats=args.repeats, ray_rows=not args.no_ray)
