@@ -91,6 +91,7 @@ def best(fn: Callable[[], Any], repeats: int, label: str | None = None) -> tuple
 
 
 def _frames(candidate: bool) -> Iterator[npt.NDArray[np.uint8]]:
+    """124 frames of moving texture at W×H (module globals, set by :func:`set_size`)."""
     yy, xx = np.mgrid[0:H, 0:W].astype(np.float32)
     tex = np.random.default_rng(1).integers(-8, 9, (H, W)).astype(np.float32)
     for i in range(FRAMES):
@@ -106,15 +107,22 @@ def _frames(candidate: bool) -> Iterator[npt.NDArray[np.uint8]]:
         yield np.concatenate([y8, np.concatenate([u.ravel(), v.ravel()]).reshape(-1, W)])
 
 
+def set_size(size: str) -> None:
+    """Frame size of the pair to make and measure, ``WxH``."""
+    global W, H
+    W, H = (int(x) for x in size.lower().split("x"))
+
+
 def make_pair(workdir: Path) -> tuple[Path, Path]:
-    """Encode (once, cached) the baseline and candidate 720p files."""
+    """Encode (once, cached) the baseline and candidate files at W×H."""
     import av
 
-    paths = (workdir / "bench-720p-baseline.mp4", workdir / "bench-720p-candidate.mp4")
+    tag = "720p" if (W, H) == (1280, 720) else f"{W}x{H}"
+    paths = (workdir / f"bench-{tag}-baseline.mp4", workdir / f"bench-{tag}-candidate.mp4")
     for path, cand in zip(paths, (False, True), strict=True):
         if path.exists():
             continue
-        note(f"encoding {path.name} (124 frames, 720p)…")
+        note(f"encoding {path.name} (124 frames, {W}x{H})…")
         buf = io.BytesIO()
         n = math.ceil(FRAMES / FPS * SR)
         t = np.arange(n) / SR
@@ -211,9 +219,7 @@ def bench_decode_ssim(a: Path, b: Path, repeats: int, out: dict[str, Any]) -> No
         "ours_score_pair": lambda: score_pair(da, db),
     }
     lavfi = ["-i", str(a), "-i", str(b), "-lavfi", "[0:v][1:v]ssim", "-an", "-f", "null", "-"]
-    if shutil.which("ffmpeg") is None:
-        note("ffmpeg not on PATH: FFmpeg columns skipped (apt-get install -y ffmpeg)")
-    else:
+    if shutil.which("ffmpeg") is not None:
         decode_only = ["-i", str(a), "-i", str(b), "-map", "0:v", "-map", "1:v", "-f", "null", "-"]
         runs["ffmpeg_decode"] = lambda: ffmpeg(decode_only)
         runs["ffmpeg_ssim"] = lambda: ffmpeg(lavfi)
@@ -251,20 +257,34 @@ def _weights(workdir: Path) -> Path:
     return d
 
 
+def _have_lpips() -> bool:
+    missing = [m for m in ("torch", "torchvision", "lpips") if importlib.util.find_spec(m) is None]
+    if missing:
+        note(
+            f"{', '.join(missing)} not installed: LPIPS rows skipped "
+            "(pip install 'reprobundle[lpips]')"
+        )
+    return not missing
+
+
 def bench_lpips(
-    a: Path, b: Path, workdir: Path, *, k: int, repeats: int, out: dict[str, Any]
+    a: Path, b: Path, workdir: Path, *, k: int, repeats: int, out: dict[str, Any], device: str
 ) -> None:
-    try:
-        import torch
-    except ImportError:
-        note("torch not installed: LPIPS rows skipped (pip install 'reprobundle[lpips]')")
+    if not _have_lpips():
         return
-    from replay.media.lpips_attested import load_attested_lpips, yuv420p_to_rgb
+    import torch
+
+    from replay.media.lpips_attested import DeviceError, load_attested_lpips, yuv420p_to_rgb
     from replay.media.probe import MediaReader
 
     wdir = _weights(workdir)
     scorer_doc = json.loads((ROOT / "samples" / "media-mini" / "scorer.json").read_text())
-    scorer, ident = load_attested_lpips(scorer_doc, wdir)
+    try:
+        scorer, ident = load_attested_lpips(scorer_doc, wdir, device)
+    except DeviceError as exc:
+        note(f"{exc}: LPIPS rows skipped (run on a machine with that device)")
+        return
+    out["lpips_device"] = device
     if scorer is None:
         note(f"LPIPS scorer not attested ({ident.reason}): LPIPS rows skipped")
         return
@@ -274,14 +294,15 @@ def bench_lpips(
     fb = [
         f for _, f in zip(range(k), MediaReader(b.read_bytes(), chroma=True).frames(), strict=False)
     ]
-    ta = [torch.from_numpy(yuv420p_to_rgb(f.y, f.u, f.v))[None] for f in fa]  # type: ignore[arg-type]
-    tb = [torch.from_numpy(yuv420p_to_rgb(f.y, f.u, f.v))[None] for f in fb]  # type: ignore[arg-type]
+    dev = torch.device(device)
+    ta = [torch.from_numpy(yuv420p_to_rgb(f.y, f.u, f.v))[None].to(dev) for f in fa]  # type: ignore[arg-type]
+    tb = [torch.from_numpy(yuv420p_to_rgb(f.y, f.u, f.v))[None].to(dev) for f in fb]  # type: ignore[arg-type]
     model = scorer._model  # the very same network, called bare
 
     def bare() -> None:
         with torch.inference_mode():
             for x, y in zip(ta, tb, strict=True):
-                model(x, y)
+                float(model(x, y))  # float(): wait for an accelerator to finish
 
     def ours(batch: int) -> Callable[[], None]:
         def run() -> None:
@@ -293,11 +314,79 @@ def bench_lpips(
         return run
 
     runs: dict[str, Callable[[], Any]] = {"lpips_bare": bare}
-    runs.update({f"lpips_ours_batch{n}": ours(n) for n in (1, 2, 4) if n <= k})
+    runs.update({f"lpips_ours_batch{n}": ours(n) for n in (1, 2, 4, 8, 16) if n <= k})
     walls, _ = interleaved(runs, repeats)
     for label, t in walls.items():
         out[f"{label}_ms_per_frame"] = 1000 * t / k
     out["lpips_threads"] = torch.get_num_threads()
+
+
+def bench_executors(workdir: Path, out: dict[str, Any], *, repeats: int, ray_rows: bool) -> None:
+    """media-mini (3 comparisons, attested LPIPS) re-scored at --jobs 1 and 2, and on Ray.
+
+    Ray: a local cluster on this machine's cores, started here (its start-up
+    timed apart), the re-score run cold (fresh workers import torch and load
+    the weights) and then warm.
+    """
+    if not _have_lpips():
+        return
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from bundler.seal import seal_campaign
+    from bundler.verified import open_verified
+    from replay.media import rescore_bundle
+    from replay.media.threads import available_cores
+
+    sample = ROOT / "samples" / "media-mini"
+    key = Ed25519PrivateKey.generate()
+    path = workdir / "mini-executors.bundle"
+    path.unlink(missing_ok=True)
+    seal_campaign(sample, path, keys=[key])
+    bundle = open_verified(path, trusted=[key.public_key()])
+    wdir = _weights(workdir)
+
+    def local(jobs: int) -> Callable[[], Any]:
+        return lambda: rescore_bundle(bundle, [sample / "media"], weights_dir=wdir, jobs=jobs)
+
+    walls, res = interleaved({"jobs1": local(1), "jobs2": local(2)}, repeats)
+    for label, t in walls.items():
+        out[f"mini_{label}_s"] = t
+        ex = res[label].execution
+        out[f"mini_{label}_threads"] = ex.threads.to_dict() if ex else None
+    if not ray_rows:
+        return
+    if importlib.util.find_spec("ray") is None:
+        note("ray not installed: Ray rows skipped (pip install 'reprobundle[ray]')")
+        return
+    import logging
+
+    import ray
+
+    t = time.perf_counter()
+    ray.init(
+        address="local",
+        num_cpus=available_cores()[0],
+        include_dashboard=False,
+        logging_level=logging.ERROR,
+    )
+    out["ray_init_s"] = time.perf_counter() - t
+    try:
+
+        def run() -> Any:
+            return rescore_bundle(bundle, [sample / "media"], weights_dir=wdir, executor="ray")
+
+        t = time.perf_counter()
+        first = run()
+        out["mini_ray_cold_s"] = time.perf_counter() - t
+        warm, _ = best(run, repeats, "mini_ray_warm")
+        out["mini_ray_warm_s"] = warm
+        same = first.to_dict(per_frame=True)["comparisons"]
+        ref = res["jobs1"].to_dict(per_frame=True)["comparisons"]
+        for c in (*same, *ref):
+            c.pop("seconds")
+        out["mini_ray_equals_local"] = same == ref
+    finally:
+        ray.shutdown()
 
 
 def bench_sample(workdir: Path, out: dict[str, Any]) -> None:
@@ -350,12 +439,11 @@ def _row(name: str, ours: float | None, ref: float | None, target: float | None,
     return f"{name:<50} {ours:10.3f} {refs} {unit:<10} {ratio} {goal:<7} {ok}"
 
 
-def report(o: dict[str, Any]) -> str:
+def report_size(o: dict[str, Any], size: str) -> list[str]:
+    """The decode / SSIM rows of one frame size."""
     g = o.get
     lines = [
-        f"media bench: {g('frames')} frame pairs of {W}x{H}, best of {g('repeats')}; "
-        f"load average {g('load_before')} -> {g('load_after')}; cores {os.cpu_count()}",
-        f"{'figure':<50} {'ours':>10} {'reference':>10} {'unit':<10} {'ratio':>7} target",
+        f"-- {size}: {g('frames')} frame pairs, best of {g('repeats')}",
         _row(
             "decode both files (ours | ffmpeg -f null)",
             g("ours_decode_s"),
@@ -378,10 +466,10 @@ def report(o: dict[str, Any]) -> str:
             "s",
         ),
         _row(
-            "whole pair scoring: SSIM+PSNR+audio+probe (ours)",
+            "whole pair: SSIM+PSNR+audio+probe (ours | ffmpeg ssim)",
             g("ours_score_pair_s"),
             g("ffmpeg_ssim_s"),
-            None,
+            1.5,
             "s",
         ),
         _row(
@@ -392,8 +480,43 @@ def report(o: dict[str, Any]) -> str:
             "ms",
         ),
     ]
+    if g("ffmpeg_ssim_cpu_s") is not None:
+        lines.append(
+            _row(
+                "  CPU s: decode + SSIM (ours | ffmpeg)",
+                g("ours_decode_ssim_cpu_s"),
+                g("ffmpeg_ssim_cpu_s"),
+                None,
+                "cpu s",
+            )
+        )
+        lines.append(
+            _row(
+                "  CPU s: whole pair (ours | ffmpeg ssim)",
+                g("ours_score_pair_cpu_s"),
+                g("ffmpeg_ssim_cpu_s"),
+                None,
+                "cpu s",
+            )
+        )
+    if g("ffmpeg_ssim") is not None:
+        lines.append(f"SSIM Y mean: ours {g('ours_ssim'):.6f}, FFmpeg {g('ffmpeg_ssim'):.6f}")
+    return lines
+
+
+def report(o: dict[str, Any]) -> str:
+    """The whole table."""
+    g = o.get
+    lines = [
+        f"media bench: load average {g('load_before')} -> {g('load_after')}; "
+        f"cores {os.cpu_count()} (affinity {len(os.sched_getaffinity(0))})",
+        f"{'figure':<50} {'ours':>10} {'reference':>10} {'unit':<10} {'ratio':>7} target",
+    ]
+    for size in o.get("sizes", []):
+        lines += report_size(o[size], size)
     if g("lpips_bare_ms_per_frame") is not None:
-        for batch in (1, 2, 4):
+        lines.append(f"-- LPIPS per {W}x{H} frame on {g('lpips_device')}")
+        for batch in (1, 2, 4, 8, 16):
             v = g(f"lpips_ours_batch{batch}_ms_per_frame")
             if v is not None:
                 lines.append(
@@ -405,6 +528,39 @@ def report(o: dict[str, Any]) -> str:
                         "ms",
                     )
                 )
+    if g("mini_jobs1_s") is not None:
+        lines.append("-- media-mini re-score (3 comparisons, 160x90, attested LPIPS)")
+        lines.append(
+            _row("--jobs 2 | --jobs 1 (local)", g("mini_jobs2_s"), g("mini_jobs1_s"), None, "s")
+        )
+        for j in (1, 2):
+            t = g(f"mini_jobs{j}_threads") or {}
+            lines.append(
+                f"  --jobs {j}: {t.get('parallel')} at once, torch threads "
+                f"{t.get('torch_threads')}, decoder threads {t.get('decoder_threads')} "
+                f"per file, cores {t.get('cores')}"
+            )
+    if g("mini_ray_warm_s") is not None:
+        lines.append(
+            _row(
+                "Ray, warm workers | local --jobs 2",
+                g("mini_ray_warm_s"),
+                g("mini_jobs2_s"),
+                None,
+                "s",
+            )
+        )
+        lines.append(
+            _row(
+                "Ray, cold workers | local --jobs 2",
+                g("mini_ray_cold_s"),
+                g("mini_jobs2_s"),
+                None,
+                "s",
+            )
+        )
+        lines.append(_row("Ray local cluster start (ray.init)", g("ray_init_s"), None, None, "s"))
+        lines.append(f"Ray result equals local: {g('mini_ray_equals_local')}")
     if g("sample_rescore_s") is not None:
         lines.append(
             _row(
@@ -424,57 +580,50 @@ def report(o: dict[str, Any]) -> str:
                 "s",
             )
         )
-    if g("ffmpeg_ssim_cpu_s") is not None:
-        lines.append(
-            _row(
-                "  CPU s: decode both (ours | ffmpeg)",
-                g("ours_decode_cpu_s"),
-                g("ffmpeg_decode_cpu_s"),
-                None,
-                "cpu s",
-            )
-        )
-        lines.append(
-            _row(
-                "  CPU s: decode + SSIM (ours | ffmpeg)",
-                g("ours_decode_ssim_cpu_s"),
-                g("ffmpeg_ssim_cpu_s"),
-                None,
-                "cpu s",
-            )
-        )
-    if g("ffmpeg_ssim") is not None:
-        lines.append(f"SSIM Y mean: ours {g('ours_ssim'):.6f}, FFmpeg {g('ffmpeg_ssim'):.6f}")
-    if g("ffmpeg_decode_s") and g("frames"):
-        lines.append(
-            f"decode throughput: ours {g('ours_decode_fps'):.0f} frames/s, FFmpeg "
-            f"{2 * o['frames'] / o['ffmpeg_decode_s']:.0f} frames/s"
-        )
     return "\n".join(lines)
 
 
 def main() -> int:
     """Command line entry point."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--workdir", type=Path, default=None, help="cache for the pair and weights")
+    ap.add_argument("--workdir", type=Path, default=None, help="cache for the pairs and weights")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--sizes", default="320x192,1280x720", help="frame sizes, WxH,WxH")
     ap.add_argument("--lpips-frames", type=int, default=4)
+    ap.add_argument("--device", default="cpu", help="LPIPS device: cpu, cuda[:N]")
     ap.add_argument("--skip-sample", action="store_true")
+    ap.add_argument("--skip-lpips", action="store_true", help="no LPIPS rows")
+    ap.add_argument("--skip-executors", action="store_true", help="no --jobs / Ray rows")
+    ap.add_argument("--no-ray", action="store_true", help="no Ray rows")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
     workdir = args.workdir or Path(tempfile.gettempdir()) / "reprobundle-bench-media"
     workdir.mkdir(parents=True, exist_ok=True)
     out: dict[str, Any] = {"repeats": args.repeats, "load_before": os.getloadavg()[0]}
-    a, b = make_pair(workdir)
-    note("decode and SSIM…")
-    bench_decode_ssim(a, b, args.repeats, out)
-    note("LPIPS…")
-    bench_lpips(a, b, workdir, k=args.lpips_frames, repeats=args.repeats, out=out)
+    if shutil.which("ffmpeg") is None:
+        note("ffmpeg not on PATH: FFmpeg columns skipped (apt-get install -y ffmpeg)")
+    out["sizes"] = [x.strip() for x in args.sizes.split(",") if x.strip()]
+    for size in out["sizes"]:
+        set_size(size)
+        a, b = make_pair(workdir)
+        note(f"decode and SSIM at {size}…")
+        CPU.clear()
+        o: dict[str, Any] = {"repeats": args.repeats}
+        bench_decode_ssim(a, b, args.repeats, o)
+        o.update({f"{k}_cpu_s": v for k, v in CPU.items()})
+        out[size] = o
+    if not args.skip_lpips:
+        note("LPIPS…")
+        bench_lpips(
+            a, b, workdir, k=args.lpips_frames, repeats=args.repeats, out=out, device=args.device
+        )
+    if not args.skip_executors:
+        note("media-mini at --jobs 1 / 2 and on Ray…")
+        bench_executors(workdir, out, repeats=args.repeats, ray_rows=not args.no_ray)
     if not args.skip_sample and "lpips_bare_ms_per_frame" in out:
         note("media-mini replay…")
         bench_sample(workdir, out)
     out["load_after"] = os.getloadavg()[0]
-    out.update({f"{k}_cpu_s": v for k, v in CPU.items()})
     print(json.dumps(out, indent=2) if args.json else report(out))
     return 0
 

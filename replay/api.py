@@ -71,8 +71,13 @@ class MediaRequest:
     media_dirs: Sequence[Path]
     weights_dir: Path | None = None
     jobs: int = 1
-    device: str = "cpu"
+    device: str | None = "cpu"
+    """None: cpu locally, a GPU on a Ray cluster that has one."""
     progress: Callable[[Any], None] | None = None
+    executor: str = "local"
+    """``local`` (threads here) or ``ray`` (one task per comparison)."""
+    ray_address: str | None = None
+    lpips_batch: int | None = None
 
 
 def inputs_from_bundle(bundle: VerifiedBundle | OpenedBundle) -> ReplayInputs:
@@ -210,6 +215,9 @@ def replay(
             jobs=media.jobs,
             device=media.device,
             progress=media.progress,
+            executor=media.executor,
+            ray_address=media.ray_address,
+            lpips_batch=media.lpips_batch,
         )
     comparison = None
     if against is not None:

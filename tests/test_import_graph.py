@@ -69,3 +69,46 @@ print(",".join(loaded))
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == ""
+
+
+def test_only_the_ray_executor_imports_ray() -> None:
+    users = sorted(
+        {
+            f
+            for pkg in ("bundler", "replay", "reprobundle")
+            for f, m in _imports(pkg)
+            if m.split(".")[0] == "ray"
+        }
+    )
+    assert users == ["replay/media/ray_executor.py"]
+    # ... and the orchestration loads that module only inside the Ray branch (not at import).
+    tree = ast.parse((ROOT / "replay/media/rescore.py").read_text(encoding="utf-8"))
+    top = [n.module for n in tree.body if isinstance(n, ast.ImportFrom) and n.module is not None]
+    assert "replay.media.ray_executor" not in top
+    assert "replay.media.ray_executor" in {
+        n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+    }
+
+
+def test_a_local_media_replay_never_loads_ray(tmp_path: Path) -> None:
+    pytest.importorskip("av")
+    script = f"""
+import sys
+from pathlib import Path
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from bundler.seal import seal_campaign
+from bundler.verified import open_verified
+from replay.media import rescore_bundle
+key = Ed25519PrivateKey.generate()
+out = Path({str(tmp_path)!r}) / "m.bundle"
+sample = Path({str(ROOT / "samples" / "media-mini")!r})
+seal_campaign(sample, out, keys=[key])
+r = rescore_bundle(open_verified(out, trusted=[key.public_key()]), [sample / "media"], jobs=2)
+assert len(r.comparisons) == 3
+print("ray" in sys.modules)
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"

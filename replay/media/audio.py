@@ -71,9 +71,12 @@ def stft_magnitude(x: npt.NDArray[np.floating], n_fft: int) -> F64:
 
 
 def _cosine(a: F64, b: F64) -> float:
-    na = max(float(np.linalg.norm(a)), EPS)
-    nb = max(float(np.linalg.norm(b)), EPS)
-    return float(np.dot(a.ravel(), b.ravel())) / (na * nb)
+    # numpy's pairwise sums, not BLAS (np.dot, np.linalg.norm): BLAS splits a long dot
+    # product by thread count, so the last bit would depend on OMP_NUM_THREADS, and a
+    # Ray task (one thread) would not reproduce the local executor bit for bit.
+    na = max(math.sqrt(float(np.multiply(a, a).sum())), EPS)
+    nb = max(math.sqrt(float(np.multiply(b, b).sum())), EPS)
+    return float(np.multiply(a, b).sum()) / (na * nb)
 
 
 def _common(

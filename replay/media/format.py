@@ -20,6 +20,19 @@ def _head(result: MediaReplayResult) -> list[str]:
         f"media replay: {result.verdict} ({len(result.comparisons)} comparisons, "
         f"{result.seconds:.1f} s, jobs {result.jobs}, device {result.device})"
     ]
+    ex = result.execution
+    if ex is not None:
+        t = ex.threads
+        lines.append(
+            f"executor {ex.executor}: {t.parallel} comparison(s) at once on {t.cores} core(s) "
+            f"({t.cores_source}), torch threads {t.torch_threads}, decoder threads "
+            f"{t.decoder_threads} per file"
+            + (f", LPIPS batch {ex.lpips_batch}" if ex.lpips_batch else "")
+        )
+        lines += [
+            f"  retried: {r.comparison_id} ({r.attempts} attempts, {r.outcome}) {r.detail}".rstrip()
+            for r in ex.retries
+        ]
     lines += [f"  integrity: {x}" for x in result.integrity_failures()]
     lines += [f"  failed: {x}" for x in result.failures()]
     lines += [f"  incomplete: {x}" for x in result.gaps()]

@@ -53,6 +53,8 @@ __all__ = [
     "ScorerIdentity",
     "WeightUse",
     "check_device",
+    "cpu_batch",
+    "gpu_batch",
     "load_attested_lpips",
     "yuv420p_to_rgb",
 ]
@@ -77,6 +79,33 @@ _load_lock = threading.Lock()
 
 SMALL_FRAME_PIXELS = 320 * 180
 """Below this many pixels a CPU forward pass runs on one thread (see ``AttestedLpips``)."""
+
+
+CPU_BATCH_PIXELS = 1_000_000
+CPU_BATCH_MAX = 8
+"""CPU: frames per LPIPS forward pass, as many as fit ``CPU_BATCH_PIXELS`` (at least 1, at
+most ``CPU_BATCH_MAX``). Batching amortizes per-call overhead on small frames; at 720p one
+frame per pass is fastest on CPU (4 per pass measured 1.3× slower)."""
+
+GPU_BYTES_PER_PIXEL = 1024
+"""Accelerator memory one frame pair needs per pixel in a forward pass, an upper estimate:
+AlexNet's five feature maps hold about 10.5 floats per input pixel per image; LPIPS keeps
+them, their normalized copies and squared differences for both images (about 60 floats,
+240 bytes), doubled for the allocator's slack and the inputs, then doubled again."""
+GPU_MEMORY_SHARE = 0.5
+"""Share of the device's free memory (at the first batch) a forward pass may use."""
+GPU_BATCH_MAX = 64
+
+
+def cpu_batch(pixels: int) -> int:
+    """Frames per CPU forward pass for frames of ``pixels`` pixels."""
+    return min(CPU_BATCH_MAX, max(1, CPU_BATCH_PIXELS // max(1, pixels)))
+
+
+def gpu_batch(free_bytes: int, pixels: int) -> int:
+    """Frames per accelerator forward pass: what fits ``GPU_MEMORY_SHARE`` of ``free_bytes``."""
+    fit = int(free_bytes * GPU_MEMORY_SHARE) // (GPU_BYTES_PER_PIXEL * max(1, pixels))
+    return min(GPU_BATCH_MAX, max(1, fit))
 
 
 class DeviceError(ValueError):
@@ -259,14 +288,65 @@ class AttestedLpips:
         self._device = device
         self.identity = identity
         self.cpu_threads: int | None = None
-        """torch intra-op threads for CPU forward passes (None: automatic).
+        """torch intra-op threads for CPU forward passes (None: torch's current setting).
 
-        Set when several comparisons run at once: two 2-thread OpenMP forward
-        passes on 2 cores wait on each other's barriers and run many times
-        slower. Automatic: one thread for small frames (below
-        :data:`SMALL_FRAME_PIXELS`, where OpenMP's fork/join costs more than
-        it gains), torch's default otherwise.
+        Set from the thread plan (:mod:`replay.media.threads`): two OpenMP pools
+        of 2 threads on 2 cores wait on each other's barriers and run many times
+        slower. Frames below :data:`SMALL_FRAME_PIXELS` always run on one thread
+        (OpenMP's fork/join costs more than it gains there).
         """
+        self.threads_seen: set[int] = set()
+        """torch intra-op thread counts the CPU forward passes actually ran with."""
+        self.batches_seen: set[int] = set()
+        """Frames per forward pass actually used."""
+        self.batch: int | None = None
+        """Frames per forward pass asked for (None: chosen by :meth:`batch_for`)."""
+        self.batch_plan: dict[str, int] = {}
+        """Frame size (``WxH``) -> frames per forward pass chosen, with :attr:`batch_rule`."""
+        self.batch_rule = ""
+        self._lock = threading.Lock()
+
+    def batch_for(self, height: int, width: int) -> int:
+        """Frames per forward pass for ``height`` × ``width`` frames (recorded in ``batch_plan``).
+
+        Given (:attr:`batch`): that. CPU: :func:`cpu_batch`. An accelerator:
+        :func:`gpu_batch` from the device's free memory, asked once per frame size.
+        """
+        key = f"{width}x{height}"
+        with self._lock:
+            if key in self.batch_plan:
+                return self.batch_plan[key]
+            if self.batch is not None:
+                n, rule = self.batch, "given (--lpips-batch)"
+            elif self._device.type == "cpu":
+                n = cpu_batch(height * width)
+                rule = f"cpu: {CPU_BATCH_PIXELS:,} pixels per pass, at most {CPU_BATCH_MAX}"
+            else:
+                free = self._free_bytes()
+                n = gpu_batch(free, height * width)
+                rule = (
+                    f"{self._device.type}: {GPU_MEMORY_SHARE:.0%} of {free / 2**30:.1f} GiB free "
+                    f"at {GPU_BYTES_PER_PIXEL} bytes per pixel per frame pair, at most "
+                    f"{GPU_BATCH_MAX}"
+                )
+            self.batch_plan[key] = n
+            self.batch_rule = rule
+            return n
+
+    def _free_bytes(self) -> int:
+        import torch
+
+        mod = getattr(torch, self._device.type, None)
+        info = getattr(mod, "mem_get_info", None)
+        if info is None:
+            return 0
+        free, _total = info(self._device)
+        return int(free)
+
+    @property
+    def device_type(self) -> str:
+        """``cpu``, ``cuda`` or ``npu``."""
+        return str(self._device.type)
 
     def distances(
         self, a: Sequence[npt.NDArray[np.float32]], b: Sequence[npt.NDArray[np.float32]]
@@ -278,17 +358,27 @@ class AttestedLpips:
             raise ValueError("batches differ in length")
         if not a:
             return []
-        if self.cpu_threads is not None:
-            # Several comparisons at once: every thread sets the same value; never restored.
-            if torch.get_num_threads() != self.cpu_threads:
-                torch.set_num_threads(self.cpu_threads)
+        self.batches_seen.add(len(a))
+        if self._device.type != "cpu":
             return self._forward(a, b)
         small = a[0].shape[1] * a[0].shape[2] < SMALL_FRAME_PIXELS
-        before = torch.get_num_threads()
-        if self._device.type != "cpu" or not small or before == 1:
+        if self.cpu_threads is not None:
+            # Planned (a re-score owns the process): set, never restored here, so that
+            # comparisons running at once never undo each other's setting; equal
+            # values whenever more than one runs (see replay.media.threads).
+            want = 1 if small else self.cpu_threads
+            if torch.get_num_threads() != want:
+                torch.set_num_threads(want)
+            self.threads_seen.add(torch.get_num_threads())
             return self._forward(a, b)
-        torch.set_num_threads(1)
+        before = torch.get_num_threads()
+        want = 1 if small else before
+        if want == before:
+            self.threads_seen.add(before)
+            return self._forward(a, b)
+        torch.set_num_threads(want)
         try:
+            self.threads_seen.add(torch.get_num_threads())
             return self._forward(a, b)
         finally:
             torch.set_num_threads(before)

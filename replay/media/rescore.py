@@ -16,12 +16,11 @@ This module orchestrates; the parts are :mod:`~replay.media.bundle_read`
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,7 @@ from replay.media.coverage import (
     coverage_params,
 )
 from replay.media.definitions import DEFAULT_DEFINITION, DEFINITIONS, canonical
+from replay.media.execution import LOCAL, RAY, Execution
 from replay.media.identity import OK, IdentityError, Location, locate, read_verified
 from replay.media.judge import (
     Attestation,
@@ -47,7 +47,9 @@ from replay.media.judge import (
     summaries,
 )
 from replay.media.lpips_attested import (
+    LPIPS_DEFINITION,
     AttestedLpips,
+    DeviceError,
     ScorerIdentity,
     check_device,
     load_attested_lpips,
@@ -62,8 +64,9 @@ from replay.media.result import (
     Role,
 )
 from replay.media.scoring import Computed, PairScores, score_pair
+from replay.media.threads import plan_threads
 
-__all__ = ["rescore_bundle"]
+__all__ = ["needs_scorer", "rescore_bundle", "rescore_comparison", "unscored_comparison"]
 
 
 class _Progress:
@@ -85,6 +88,10 @@ class _Progress:
             self._cb(MediaProgress(stage, self.done, self.total, cid, **kw))
 
 
+def _no_progress(stage: str, cid: str | None = None, **kw: Any) -> None:
+    """Progress nowhere (a Ray task: the driver reports each comparison as it lands)."""
+
+
 @dataclass(frozen=True)
 class _Context:
     """What every comparison of one bundle shares."""
@@ -94,8 +101,9 @@ class _Context:
     params: CoverageParams
     scorer: AttestedLpips | None
     attestation: Attestation
-    progress: _Progress
     threads: int
+    """FFmpeg decoder threads per file."""
+    emit: Callable[..., None] = _no_progress
 
 
 def _arm(role: Role, request_id: str, sha: str | None, ctx: _Context) -> ArmMedia:
@@ -166,9 +174,7 @@ def _score(rep: ComparisonReplay, cmp: ComparisonRow, ctx: _Context) -> Computed
         defs |= {DEFAULT_DEFINITION[m] for m in cmp.metrics if m in DEFAULT_DEFINITION}
 
         def on_frame(n: int) -> None:
-            ctx.progress.emit(
-                "frame", cmp.comparison_id, frames_done=n, frames_total=ctx.params.num_frames
-            )
+            ctx.emit("frame", cmp.comparison_id, frames_done=n, frames_total=ctx.params.num_frames)
 
         try:
             ps = score_pair(
@@ -196,7 +202,8 @@ def _score(rep: ComparisonReplay, cmp: ComparisonRow, ctx: _Context) -> Computed
     return comp
 
 
-def _rescore_one(cmp: ComparisonRow, ctx: _Context) -> ComparisonReplay:
+def rescore_comparison(cmp: ComparisonRow, ctx: _Context) -> ComparisonReplay:
+    """Re-score one comparison: verify, decode, cover, measure and judge it."""
     t0 = time.perf_counter()
     rep = ComparisonReplay(
         cmp.comparison_id,
@@ -204,12 +211,28 @@ def _rescore_one(cmp: ComparisonRow, ctx: _Context) -> ComparisonReplay:
         _arm("baseline", cmp.baseline_request_id, cmp.baseline_sha256, ctx),
         _arm("candidate", cmp.candidate_request_id, cmp.candidate_sha256, ctx),
     )
-    ctx.progress.emit("comparison-start", cmp.comparison_id, frames_total=ctx.params.num_frames)
+    ctx.emit("comparison-start", cmp.comparison_id, frames_total=ctx.params.num_frames)
     comp = _score(rep, cmp, ctx)
     rep.gates = gate_results(cmp, ctx.gates, comp, ctx.attestation)
     rep.metrics = metric_checks(cmp, ctx.gates, comp, ctx.attestation, rep.gates)
     rep.seconds = time.perf_counter() - t0
-    ctx.progress.emit("comparison-done", cmp.comparison_id)
+    ctx.emit("comparison-done", cmp.comparison_id)
+    return rep
+
+
+def unscored_comparison(cmp: ComparisonRow, ctx: _Context, reason: str) -> ComparisonReplay:
+    """A comparison that could not be scored at all (its task died every time): every
+    metric not computed, with ``reason`` - reported INCOMPLETE, never dropped."""
+    rep = ComparisonReplay(
+        cmp.comparison_id,
+        cmp.attempt_id,
+        _arm("baseline", cmp.baseline_request_id, cmp.baseline_sha256, ctx),
+        _arm("candidate", cmp.candidate_request_id, cmp.candidate_sha256, ctx),
+    )
+    rep.problems.append(reason)
+    comp = Computed(why=dict.fromkeys(DEFINITIONS, reason))
+    rep.gates = gate_results(cmp, ctx.gates, comp, ctx.attestation)
+    rep.metrics = metric_checks(cmp, ctx.gates, comp, ctx.attestation, rep.gates)
     return rep
 
 
@@ -217,12 +240,21 @@ def _rescore_all(cmps: Sequence[ComparisonRow], ctx: _Context, jobs: int) -> lis
     """Every comparison, ``jobs`` at a time (threads), in the bundle's order."""
 
     def one(c: ComparisonRow) -> ComparisonReplay:
-        return _rescore_one(c, ctx)
+        return rescore_comparison(c, ctx)
 
     if jobs <= 1:
         return [one(c) for c in cmps]
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="media-replay") as pool:
         return list(pool.map(one, cmps))
+
+
+def needs_scorer(content: BundleContent, cmps: Sequence[ComparisonRow]) -> bool:
+    """Some gate needs an attested model, or a record holds LPIPS.
+
+    The requirement comes from the metric table (:mod:`replay.gates`); no gate
+    needing one and no recorded LPIPS: no identity is looked at.
+    """
+    return any(g.needs_scorer for g in content.gates) or any("lpips" in c.metrics for c in cmps)
 
 
 def _scorer(
@@ -233,19 +265,10 @@ def _scorer(
     device: str,
     jobs: int,
 ) -> tuple[AttestedLpips | None, ScorerIdentity | None]:
-    """The attested scorer when some gate needs an attested model or a record holds LPIPS.
-
-    The requirement comes from the metric table (:mod:`replay.gates`); no gate
-    needing one and no recorded LPIPS: no identity is looked at.
-    """
-    need = any(g.needs_scorer for g in content.gates) or any("lpips" in c.metrics for c in cmps)
-    if not need:
+    """The attested scorer when :func:`needs_scorer`; else (None, None)."""
+    if not needs_scorer(content, cmps):
         return None, None
-    check_device(device)
-    scorer, identity = load_attested_lpips(content.scorer, weights_dir, device, jobs=jobs)
-    if scorer is not None and jobs > 1 and len(cmps) > 1:
-        scorer.cpu_threads = max(1, (os.cpu_count() or 1) // jobs)
-    return scorer, identity
+    return load_attested_lpips(content.scorer, weights_dir, device, jobs=jobs)
 
 
 def _select(
@@ -262,15 +285,33 @@ def _select(
     )
 
 
+def _restore_torch_threads() -> Callable[[], None]:
+    """Undo, after the re-score, the torch thread count the plan sets (torch loaded or not)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch is not None else None
+
+    def restore() -> None:
+        t = sys.modules.get("torch")
+        if t is not None:
+            t.set_num_threads(before if before is not None else t.get_num_threads())
+
+    return restore
+
+
 def rescore_bundle(
     bundle: VerifiedBundle,
     media_dirs: Sequence[Path],
     *,
     weights_dir: Path | None = None,
     jobs: int = 1,
-    device: str = "cpu",
+    device: str | None = None,
     progress: Callable[[MediaProgress], None] | None = None,
     comparison_ids: Collection[str] | None = None,
+    executor: str = LOCAL,
+    ray_address: str | None = None,
+    lpips_batch: int | None = None,
 ) -> MediaReplayResult:
     """Re-score every comparison of ``bundle`` from the media found under ``media_dirs``.
 
@@ -280,33 +321,96 @@ def rescore_bundle(
             SHA-256 against the bundle's ``artifacts`` table.
         weights_dir: the directory of the LPIPS weight files; None makes the
             gates that need an attested model ``unattested``.
-        jobs: comparisons re-scored in parallel (threads), and hashing threads.
-        device: torch device for LPIPS: ``cpu``, ``cuda[:N]`` or ``npu[:N]``.
+        jobs: comparisons re-scored in parallel (threads; at most the cores
+            available, see :mod:`replay.media.threads`), and hashing threads.
+        device: torch device for LPIPS: ``cpu``, ``cuda[:N]`` or ``npu[:N]``;
+            None: ``cpu`` locally, on Ray a GPU where the cluster has one.
         progress: called per hashing step, per comparison and per frame;
             calls are serialized.
         comparison_ids: re-score only these comparisons (None: all). An id
             the bundle does not have is reported in ``problems``.
+        executor: ``local`` (threads in this process) or ``ray`` (one Ray task
+            per comparison, :mod:`replay.media.ray_executor`; needs the
+            ``[ray]`` extra).
+        ray_address: with ``ray``: the cluster to join (None: the one this
+            process already joined, else a local one started and stopped here).
+        lpips_batch: frames per LPIPS forward pass (None: chosen by device
+            and frame size, see :meth:`AttestedLpips.batch_for`).
 
     Returns:
         The result: per comparison recorded vs re-derived metrics, coverage,
-        gate verdicts re-evaluated on re-derived values, disagreements, and
-        the verdict with its reasons.
+        gate verdicts re-evaluated on re-derived values, disagreements, how
+        it ran (:class:`~replay.media.execution.Execution`), and the verdict
+        with its reasons.
 
     Raises:
-        replay.media.lpips_attested.DeviceError: ``device`` is not available
-            (a usage error), raised before any media work.
+        replay.media.lpips_attested.DeviceError: ``device`` is not available,
+            or ``executor``/``lpips_batch`` is invalid (a usage error), raised
+            before any media work.
         bundler.errors.BundleFormatError: a gate with an unknown operator.
     """
     t0 = time.perf_counter()
     jobs = max(1, int(jobs))
+    if executor not in (LOCAL, RAY):
+        raise DeviceError(f"--executor {executor}: expected local or ray")
+    if lpips_batch is not None and lpips_batch < 1:
+        raise DeviceError(f"--lpips-batch {lpips_batch}: expected a positive integer")
+    if executor == LOCAL and ray_address is not None:
+        raise DeviceError("--ray-address needs --executor ray")
+    cluster = None
+    if executor == RAY:
+        from replay.media.ray_executor import RayCluster
+
+        cluster = RayCluster.join(ray_address, device)  # DeviceError: no ray, no GPU
+        device = cluster.device
+    device = device or "cpu"
+    if cluster is None:
+        check_device(device)
+    try:
+        return _rescore(
+            bundle,
+            media_dirs,
+            weights_dir=weights_dir,
+            jobs=jobs,
+            device=device,
+            progress=progress,
+            comparison_ids=comparison_ids,
+            cluster=cluster,
+            lpips_batch=lpips_batch,
+            t0=t0,
+        )
+    finally:
+        if cluster is not None:
+            cluster.leave()
+
+
+def _rescore(
+    bundle: VerifiedBundle,
+    media_dirs: Sequence[Path],
+    *,
+    weights_dir: Path | None,
+    jobs: int,
+    device: str,
+    progress: Callable[[MediaProgress], None] | None,
+    comparison_ids: Collection[str] | None,
+    cluster: Any,
+    lpips_batch: int | None,
+    t0: float,
+) -> MediaReplayResult:
     content = read_bundle(bundle)
     cmps, problems = _select(content.comparisons, comparison_ids)
     params = coverage_params(content.plan)
     prog = _Progress(progress, len(cmps))
     problems.extend(gate_problems(content.gates))
-    scorer, identity = _scorer(content, cmps, weights_dir=weights_dir, device=device, jobs=jobs)
+    # On Ray the driver verifies and loads the weights on its CPU (the identity
+    # reported); every task loads and verifies them again where it runs.
+    scorer, identity = _scorer(
+        content, cmps, weights_dir=weights_dir, device="cpu" if cluster else device, jobs=jobs
+    )
     if identity is not None and not identity.attested:
         problems.append(f"LPIPS unattested: {identity.reason}")
+    if identity is not None and identity.attested and cluster is not None:
+        identity = replace(identity, device=device)
     attestation = Attestation(
         recorded=content.scorer is not None,
         rederived=identity is not None and identity.attested,
@@ -324,10 +428,39 @@ def rescore_bundle(
         jobs=jobs,
         progress=hashed if progress else None,
     )
-    parallel = jobs > 1 and len(cmps) > 1
-    # One comparison at a time lets FFmpeg thread each decoder; in parallel, one thread each.
-    ctx = _Context(content.gates, locs, params, scorer, attestation, prog, 1 if parallel else 0)
-    reps = _rescore_all(cmps, ctx, jobs if parallel else 1)
+    lpips_tol = DEFINITIONS[LPIPS_DEFINITION].tolerance
+    if cluster is not None:
+        ctx = _Context(content.gates, locs, params, None, attestation, 1, prog.emit)
+        reps, execution = cluster.run(
+            cmps,
+            ctx,
+            scorer_doc=content.scorer if scorer is not None else None,
+            weights_dir=weights_dir,
+            lpips_batch=lpips_batch,
+            lpips_tolerance=lpips_tol,
+        )
+    else:
+        plan = plan_threads(jobs, len(cmps))
+        if scorer is not None:
+            scorer.cpu_threads = plan.torch_threads
+            scorer.batch = lpips_batch
+        ctx = _Context(
+            content.gates, locs, params, scorer, attestation, plan.decoder_threads, prog.emit
+        )
+        restore = _restore_torch_threads()
+        try:
+            reps = _rescore_all(cmps, ctx, plan.parallel)
+        finally:
+            restore()
+        execution = Execution(
+            LOCAL,
+            device,
+            plan,
+            lpips_tol,
+            dict(scorer.batch_plan) if scorer else {},
+            scorer.batch_rule if scorer else "",
+            sorted(scorer.threads_seen) if scorer else [],
+        )
     for c in reps:
         problems.extend(f"{c.comparison_id}: {p}" for p in c.problems)
     return MediaReplayResult(
@@ -340,4 +473,5 @@ def rescore_bundle(
         jobs=jobs,
         device=device,
         seconds=time.perf_counter() - t0,
+        execution=execution,
     )

@@ -25,6 +25,7 @@ from replay.gates import FAIL, PASS
 from replay.media.coverage import FAIL as COVERAGE_FAIL
 from replay.media.coverage import CoverageCheck, CoverageParams
 from replay.media.definitions import DEFINITIONS, canonical
+from replay.media.execution import Execution
 from replay.media.identity import ABSENT, MISMATCH, Location
 from replay.media.lpips_attested import ScorerIdentity
 from replay.media.probe import MediaProbe
@@ -353,6 +354,8 @@ class MediaReplayResult:
     jobs: int
     device: str
     seconds: float
+    execution: Execution | None = None
+    """Executor, device, threads, LPIPS batches and retries (None: not recorded)."""
 
     # --- the verdict -----------------------------------------------------------------
 
@@ -519,6 +522,7 @@ class MediaReplayResult:
             "jobs": self.jobs,
             "device": self.device,
             "seconds": round(self.seconds, 3),
+            "execution": self.execution.to_dict() if self.execution else None,
             "coverage_params": self.coverage_params.to_dict(),
             "definitions": {
                 d: DEFINITIONS[c].summary if (c := canonical(d)) else UNSUPPORTED for d in used

@@ -32,8 +32,6 @@ from replay.media.ssim import ssim_ffmpeg_y_with_sse, ssim_wang_y
 
 __all__ = [
     "COSINE",
-    "LPIPS_BATCH_MAX",
-    "LPIPS_BATCH_PIXELS",
     "PSNR",
     "RMS",
     "SSIM_FFMPEG",
@@ -51,12 +49,6 @@ RMS: Final = "audio/rms-ratio"
 _PROBE_RATE: Final = "audio/decoded-sample-rate-hz"
 _PROBE_SAMPLES: Final = "audio/decoded-samples-per-channel"
 _PROBE_FRAMES: Final = "video/decoded-frame-count"
-
-LPIPS_BATCH_PIXELS = 1_000_000
-LPIPS_BATCH_MAX = 8
-"""Frames per LPIPS forward pass: as many as fit ``LPIPS_BATCH_PIXELS`` (at least 1, at
-most ``LPIPS_BATCH_MAX``). Batching amortizes per-call overhead on small frames; at
-720p one frame per pass is fastest on CPU (4 per pass measured 1.3× slower)."""
 
 _UNATTESTED: Final = "unattested"
 
@@ -104,8 +96,7 @@ class _FrameScores:
                 raise MediaUnsupportedError("chroma planes missing for LPIPS")
             self._a.append(yuv420p_to_rgb(fa.y, fa.u, fa.v))
             self._b.append(yuv420p_to_rgb(fb.y, fb.u, fb.v))
-            batch = min(LPIPS_BATCH_MAX, max(1, LPIPS_BATCH_PIXELS // fa.y.size))
-            if len(self._a) >= batch:
+            if len(self._a) >= self.scorer.batch_for(*fa.y.shape):
                 self.flush()
 
     def flush(self) -> None:

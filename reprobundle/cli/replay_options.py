@@ -66,9 +66,30 @@ def media_options(f: F) -> F:
             ),
             click.option(
                 "--device",
-                default="cpu",
+                default=None,
+                help="With --media: torch device for LPIPS (cpu, cuda[:N], npu[:N]) "
+                "[default: cpu; with --executor ray, a GPU where the cluster has one].",
+            ),
+            click.option(
+                "--executor",
+                type=click.Choice(["local", "ray"]),
+                default="local",
                 show_default=True,
-                help="With --media: torch device for LPIPS (cpu, cuda[:N], npu[:N]).",
+                help="With --media: score comparisons here (threads) or as Ray tasks "
+                "(the [ray] extra).",
+            ),
+            click.option(
+                "--ray-address",
+                default=None,
+                help="With --executor ray: the cluster to join (ray://HOST:10001 or HOST:6379) "
+                "[default: a local cluster started and stopped here].",
+            ),
+            click.option(
+                "--lpips-batch",
+                type=click.IntRange(min=1),
+                default=None,
+                help="With --media: frames per LPIPS forward pass [default: by device "
+                "and frame size; on a GPU from its free memory].",
             ),
             click.option("--progress/--no-progress", default=True, help="Progress on a terminal."),
         )
@@ -89,7 +110,10 @@ class ReplayArgs:
         self.media_dirs: tuple[Path, ...] = tuple(kw.get("media_dirs") or ())
         self.scorer_weights: Path | None = kw.get("scorer_weights")
         self.jobs: int = kw.get("jobs", 1)
-        self.device: str = kw.get("device", "cpu")
+        self.device: str | None = kw.get("device")
+        self.executor: str = kw.get("executor") or "local"
+        self.ray_address: str | None = kw.get("ray_address")
+        self.lpips_batch: int | None = kw.get("lpips_batch")
         self.progress: bool = kw.get("progress", True) and not kw.get("as_json", False)
 
 
@@ -118,6 +142,12 @@ def run_replay(args: ReplayArgs) -> tuple[Any, Any]:
         raise UsageError(_TRUST_HINT)
     if args.scorer_weights is not None and not args.media_dirs:
         raise UsageError("--scorer-weights needs --media DIR (the raw media to re-score)")
+    if not args.media_dirs and (
+        args.executor != "local" or args.ray_address or args.lpips_batch or args.device
+    ):
+        raise UsageError("--executor, --ray-address, --lpips-batch and --device need --media DIR")
+    if args.ray_address and args.executor != "ray":
+        raise UsageError("--ray-address needs --executor ray")
     if args.tolerance is not None and args.against is None:
         raise UsageError("--tolerance needs --against SEALED.bundle")
     verified = _open(args.bundle, args)
@@ -135,6 +165,9 @@ def run_replay(args: ReplayArgs) -> tuple[Any, Any]:
             jobs=args.jobs,
             device=args.device,
             progress=bar.update,
+            executor=args.executor,
+            ray_address=args.ray_address,
+            lpips_batch=args.lpips_batch,
         )
     try:
         result = replay(verified, media=media, against=against, tolerance=args.tolerance)
