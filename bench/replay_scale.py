@@ -7,8 +7,10 @@ worker exits, 14 comparisons, HBM telemetry, honest claims), seals it with
 Parquet, zstd, signature) and times the replay CLI in a fresh process, wall
 clock (median and best of ``--repeat`` runs), CPU time (user + system, which
 other load on the machine does not inflate) and peak RSS (the child's ``ru_maxrss``).
-The seal time is printed too: sealing is not what this bench measures, but a
-1M-request campaign takes a while to seal.
+The seal time is printed too: sealing is not what this bench measures
+(``bench/seal_scale.py`` does). Every peer here (numpy, cryptography, the
+``bundle`` command run from this checkout) is a core dependency, so nothing
+optional can be missing.
 
 Target (issue 3): 1M requests in <= 3 s wall and <= 1 GiB peak RSS on a
 2-core machine, cost growing linearly.
