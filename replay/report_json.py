@@ -88,6 +88,7 @@ def _conformance(r: ReplayResult) -> dict[str, Any]:
         "servers": [{**asdict(s), "first_start": format_ns(s.first_start_ns)} for s in c.servers],
         "deviations": [asdict(d) for d in c.deviations],
         "warnings": list(c.warnings),
+        "checked_items": list(c.checked_items),
         "limits": list(r.limits("conformance")),
     }
 

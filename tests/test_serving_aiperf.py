@@ -26,6 +26,7 @@ from bundler.importers import aiperf
 from bundler.importers.run import SourceError
 from replay.exact import to_double
 from replay.serving import RunStats, throughput
+from replay.serving_conformance import peak_in_flight
 
 _PCTS = (1, 5, 10, 25, 50, 75, 90, 95, 99)
 T0 = 1_759_813_207_532_900_363  # an epoch in ns, as request_start_ns holds
@@ -48,9 +49,16 @@ def _dist(values: list[float], unit: str) -> dict[str, Any]:
     return out | {"min": float(a.min()), "max": float(a.max()), "std": float(np.std(a))}
 
 
-def make_run(seed: int, n: int = 40, conc: int = 4, failures: int = 2) -> tuple[str, str]:
-    """(profile_export.jsonl text, profile_export_aiperf.json text) of one synthetic run."""
+def make_run(
+    seed: int, n: int = 40, conc: int = 4, failures: int = 2, workers: int | None = None
+) -> tuple[str, str]:
+    """(profile_export.jsonl text, profile_export_aiperf.json text) of one synthetic run.
+
+    ``workers`` clients (default ``conc``, as AIPerf's concurrency mode) each send
+    their next request once the previous one has ended.
+    """
     rng = np.random.default_rng(seed)
+    free = [T0 + w * 5_000_000 for w in range(workers or conc)]
     lines: list[str] = []
     ttft: list[float] = []
     lat: list[float] = []
@@ -61,7 +69,8 @@ def make_run(seed: int, n: int = 40, conc: int = 4, failures: int = 2) -> tuple[
     starts: list[int] = []
     ends: list[int] = []
     for i in range(n):
-        start = T0 + int(i * 37_000_000 + rng.integers(0, 1_000_000))
+        w = i % len(free)
+        start = free[w] + int(rng.integers(0, 1_000_000))
         md = {
             "session_num": i,
             "x_request_id": f"req-{seed}-{i}",
@@ -71,7 +80,7 @@ def make_run(seed: int, n: int = 40, conc: int = 4, failures: int = 2) -> tuple[
             "request_start_ns": start,
             "request_ack_ns": None,
             "request_end_ns": None,
-            "worker_id": f"worker_{i % conc:08x}",
+            "worker_id": f"worker_{i % len(free):08x}",
             "record_processor_id": "record_processor_1fa47cd7",
             "benchmark_phase": "profiling",
             "was_cancelled": False,
@@ -80,6 +89,7 @@ def make_run(seed: int, n: int = 40, conc: int = 4, failures: int = 2) -> tuple[
         in_len = int(rng.integers(100, 600))
         if i % (n // max(failures, 1)) == 3 and failures:
             end = start + 600_000
+            free[w] = end
             md["request_end_ns"] = end
             starts.append(start)
             rec = {
@@ -94,6 +104,7 @@ def make_run(seed: int, n: int = 40, conc: int = 4, failures: int = 2) -> tuple[
         t_first = float(rng.gamma(6.0, 9.0))
         latency = t_first + float(sum(gaps))
         end = start + int(latency * 1e6)
+        free[w] = end
         md["request_ack_ns"] = start + 1000
         md["request_end_ns"] = end
         metrics: dict[str, Any] = {
@@ -284,6 +295,43 @@ def test_import_seal_replay_confirms_every_aggregate(tmp_path: Path) -> None:
     ]
     assert any("worker_id" in x for x in doc["not_evidenced"])
     assert any("inter-token gaps" in x for x in doc["not_evidenced"])
+    assert any(x.startswith("request order (AIPerf records") for x in doc["not_evidenced"])
+    assert not any("timestamps" in x for x in doc["not_evidenced"])
+    ok = doc["conformance"]["checked_items"]
+    assert doc["conformance"]["deviations"] == []
+    assert len([x for x in ok if "in flight at once (max_concurrency 8)" in x]) == 2, ok
+
+
+def _peak(times: list[tuple[int, int]]) -> int:
+    # Independent of peak_in_flight: at every start, count the requests under way.
+    return max(sum(1 for s, e in times if s <= t < e) for t, _ in times)
+
+
+def test_peak_in_flight_hand_values() -> None:
+    # [0,10) and [5,15) overlap; [10,20) starts when the first has ended: 2 at once.
+    hand = [(0, 10), (5, 15), (10, 20)]
+    assert peak_in_flight(np.array(hand, dtype=np.int64)) == 2 == _peak(hand)
+    same = [(0, 10), (0, 10), (0, 10)]
+    assert peak_in_flight(np.array(same, dtype=np.int64)) == 3 == _peak(same)
+
+
+def test_more_in_flight_than_planned_is_a_deviation(tmp_path: Path) -> None:
+    # The candidate's aggregate says concurrency 2; its records show 8 clients at once.
+    jsonl, agg = make_run(seed=21, conc=2, workers=8)
+    times = [
+        (r["metadata"]["request_start_ns"], r["metadata"]["request_end_ns"])
+        for r in map(json.loads, jsonl.splitlines())
+    ]
+    peak = _peak(times)
+    assert peak > 2
+    base = _write_run(tmp_path / "b", *make_run(seed=22, conc=2))
+    cand = _write_run(tmp_path / "c", jsonl, agg)
+    assert _import(tmp_path, base, cand).returncode == 0
+    code, doc = _seal_replay(tmp_path)
+    assert code == 4
+    devs = doc["conformance"]["deviations"]
+    assert [(d["kind"], d["message"].split(" ")[0]) for d in devs] == [("concurrency", str(peak))]
+    assert "sources/cand/rinf-c2/profile_export.jsonl" in devs[0]["where"]
 
 
 def test_aggregate_that_does_not_follow_is_contradicted(tmp_path: Path) -> None:

@@ -277,12 +277,19 @@ def _record(r: Any, where: str, rec: str) -> Row | None:
     )
 
 
-def parse_records(
-    data: bytes, where: str
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
-    """ok, input_lens, output_lens, ttfts (s), latencies (s), and whether every
-    successful request with more than one output token has its inter_token_latency."""
+def _ns(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
+Records = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, np.ndarray | None]
+
+
+def parse_records(data: bytes, where: str) -> Records:
+    """ok, input_lens, output_lens, ttfts (s), latencies (s), whether every successful
+    request with more than one output token has its inter_token_latency, and the
+    (start, end) ns of every request (None unless every record has both)."""
     rows: list[Row] = []
+    times: list[tuple[int, int]] | None = []
     text = _decode(data, where)
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -296,9 +303,19 @@ def parse_records(
         rec = f"line {i}"
         if not line.strip():
             raise _fail(where, None, "empty line", rec)
-        row = _record(_load(line, where, rec), where, rec)
-        if row is not None:
-            rows.append(row)
+        r = _load(line, where, rec)
+        row = _record(r, where, rec)
+        if row is None:
+            continue
+        rows.append(row)
+        start, end = (
+            _ns(r["metadata"].get("request_start_ns")),
+            _ns(r["metadata"].get("request_end_ns")),
+        )
+        if times is not None and start is not None and end is not None:
+            times.append((start, end))
+        else:
+            times = None
     if not rows:
         raise _fail(where, None, "no profiling records")
     ok, inp, out, ttft, lat, due = zip(*rows, strict=True)
@@ -309,6 +326,7 @@ def parse_records(
         np.array(ttft, dtype=np.float64),
         np.array(lat, dtype=np.float64),
         all(due),
+        None if times is None else np.array(times, dtype=np.int64),
     )
 
 
@@ -334,7 +352,7 @@ def parse(
             aggregate_where, "benchmark_duration.avg", f"expected a number > 0, found {d!r}"
         )
     aggregates, names, left = _aggregates(doc, aggregate_where)
-    ok, inp, out, ttft, lat, tpot_complete = parse_records(records, records_where)
+    ok, inp, out, ttft, lat, tpot_complete, times = parse_records(records, records_where)
     unrecorded = {"itl": f"{records_where}: {ITL_NOT_RECORDED}"}
     if not tpot_complete:
         unrecorded["tpot"] = (
@@ -373,4 +391,5 @@ def parse(
         aggregates=aggregates,
         meta=meta,
         unrecorded=unrecorded,
+        times_ns=times,
     )

@@ -52,6 +52,8 @@ class ServingRun:
         meta: other recorded settings (backend, model, date, ...), as text.
         unrecorded: latency kind -> why the source cannot give its per-request
             values (AIPerf: ``itl``); claims on it are unverifiable.
+        times_ns: per request, (start, end) on the client's wall clock in ns, when
+            the source records both for every request (AIPerf); else None.
     """
 
     source: str
@@ -72,6 +74,7 @@ class ServingRun:
     aggregates: dict[str, float] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     unrecorded: dict[str, str] = field(default_factory=dict)
+    times_ns: npt.NDArray[np.int64] | None = None
 
     @property
     def n(self) -> int:

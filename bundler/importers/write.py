@@ -46,9 +46,6 @@ _NOT_RECORDED_BY = {
     aiperf.FORMAT: (
         "pooled inter-token gaps: " + aiperf.ITL_NOT_RECORDED + "; ITL claims are unverifiable",
         "server identity: metadata.worker_id names AIPerf's client worker, not the server",
-        "request order and wall-clock request times: AIPerf records them "
-        "(metadata.session_num, request_start_ns, request_end_ns; carried verbatim) but "
-        "conformance does not check them yet",
     ),
 }
 _THROUGHPUT = {
