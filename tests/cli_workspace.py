@@ -27,4 +27,9 @@ def make_workspace(root: Path) -> Path:
     (root / "summary.md").write_text("Faster start-up, see vLLM-Omni PR 9241.\n", encoding="utf-8")
     (root / "evidence").mkdir()
     shutil.copy(root / "run.bundle", root / "evidence" / "run.bundle")
+    # A vLLM `bench serve --save-detailed` pair for `bundle import`'s examples.
+    results = Path(__file__).resolve().parents[1] / "samples" / "vllm-serve-sweep" / "results"
+    for arm, name in (("baseline", "base.json"), ("candidate", "cand.json")):
+        src = results / f"openai-chat-infqps-concurrency8-synthetic-{arm}.json"
+        shutil.copy(src, root / name)
     return root

@@ -7,12 +7,21 @@ from pathlib import Path
 
 import click
 
+from bundler._internal.textsafe import safe
 from bundler.errors import EXIT_OK, UsageError
-from reprobundle.cli.common import cli_errors
+from reprobundle.cli.common import QUIET, cli_errors, emit_json, examples, verbosity_options
 
 __all__ = ["import_command"]
 
 _SLOS = ("ttft", "tpot", "e2el")
+
+IMPORT_EXIT_HELP = """\b
+Exit codes:
+  0  campaign directory written
+  2  a source is not in FORMAT, is truncated or inconsistent (file and field
+     named); an option is malformed; -o exists. Nothing is written.
+  3  cannot read a source or write the directory
+"""
 
 
 def _pairs(values: tuple[str, ...], option: str) -> list[tuple[str, str]]:
@@ -48,7 +57,16 @@ def _hardware(v: str | None) -> tuple[str, int] | None:
     return name, int(count)
 
 
-@click.command("import")
+@click.command(
+    "import",
+    epilog=examples(
+        "bundle import vllm --arm baseline=base.json --arm candidate=cand.json "
+        "--commit baseline=aaaaaaa --commit candidate=bbbbbbb -o imported",
+        "bundle import vllm --arm baseline=base.json --arm candidate=cand.json "
+        "--commit baseline=aaaaaaa --commit candidate=bbbbbbb -o imported-2 --json",
+    )
+    + IMPORT_EXIT_HELP,
+)
 @click.argument("fmt", metavar="FORMAT")
 @click.argument("sources", nargs=-1, type=click.Path(path_type=Path))
 @click.option(
@@ -94,6 +112,8 @@ def _hardware(v: str | None) -> tuple[str, int] | None:
     help="The hardware, which the tools do not record.",
 )
 @click.option("--id", "campaign_id", default=None, help="Campaign id (default: from -o).")
+@verbosity_options
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON result on stdout.")
 def import_command(
     fmt: str,
     sources: tuple[Path, ...],
@@ -104,6 +124,8 @@ def import_command(
     decimals: int,
     hardware: str | None,
     campaign_id: str | None,
+    verbosity: int,
+    as_json: bool,
 ) -> None:
     """Import a serving benchmark's result files (FORMAT: vllm, aiperf) as a campaign directory.
 
@@ -114,7 +136,7 @@ def import_command(
     """
     from bundler.importers.write import import_campaign
 
-    with cli_errors():
+    with cli_errors(as_json):
         assigned = [(a, Path(f)) for a, f in _pairs(arms, "--arm")]
         named = {p.resolve() for _, p in assigned}
         loose = [str(s) for s in sources if s.resolve() not in named]
@@ -131,16 +153,31 @@ def import_command(
             hardware=_hardware(hardware),
         )
         lps = sorted({r.load_point for r in res.runs})
+        partial = [r.source for r in res.runs if not r.detailed]
+        if as_json:
+            emit_json(
+                {
+                    "ok": True,
+                    "directory": str(res.directory),
+                    "sources": [r.source for r in res.runs],
+                    "load_points": lps,
+                    "claims": res.claims,
+                    "not_claimed": res.not_claimed,
+                    "aggregates_only": partial,
+                }
+            )
+            sys.exit(EXIT_OK)
         click.echo(
             f"imported {len(res.runs)} source file(s), {len(lps)} load point(s) "
-            f"({', '.join(lps)}), {res.claims} claim(s), {res.not_claimed} not claimed "
-            f"-> {res.directory}"
+            f"({safe(', '.join(lps))}), {res.claims} claim(s), {res.not_claimed} not claimed "
+            f"-> {safe(str(res.directory))}"
         )
-        for r in res.runs:
-            if not r.detailed:
-                click.echo(
-                    f"warning: {r.source} holds only aggregates (no --save-detailed): its "
-                    "claims are unverifiable",
-                    err=True,
-                )
+        for src in partial:
+            click.echo(
+                f"warning: {safe(src)} holds only aggregates (no --save-detailed): its "
+                "claims are unverifiable",
+                err=True,
+            )
+        if verbosity > QUIET:
+            click.echo(f"next: bundle seal {safe(str(res.directory))} -o RUN.bundle --key KEY")
     sys.exit(EXIT_OK)
