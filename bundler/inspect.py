@@ -53,7 +53,12 @@ def inspect_bundle(path: Path, trusted: Sequence[Ed25519PublicKey] = ()) -> dict
         },
         "signature_status": report.signature_status,
         "signers": [
-            {"keyid_hint": s.keyid_hint, "verified_by": s.verified_by} for s in report.signatures
+            {
+                "keyid_hint": s.keyid_hint,
+                "verified_by": s.verified_by,
+                "principals": list(s.principals),
+            }
+            for s in report.signatures
         ],
         "members": manifest["members"],
         "external": manifest["external"],

@@ -147,6 +147,7 @@ class VerifyReport:
                     "keyid_hint": s.keyid_hint,
                     "valid": s.valid,
                     "verified_by": s.verified_by,
+                    "principals": list(s.principals),
                 }
                 for s in self.signatures
             ],
@@ -240,7 +241,10 @@ def _check_signatures(
     env = _read_envelope(report, members, lim)
     if env is None:
         return None
-    report.signatures = verify_envelope(env, list(trusted))
+    # TrustedKeys is a list: pass it as is so the principals come along.
+    report.signatures = verify_envelope(
+        env, trusted if isinstance(trusted, list) else list(trusted)
+    )
     trusted_ids = {key_id(k) for k in trusted}
     forged = [s for s in report.signatures if not s.valid and s.keyid_hint in trusted_ids]
     for s in forged:

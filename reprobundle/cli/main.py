@@ -263,6 +263,8 @@ def _print_verify(rep: Any) -> None:
     )
     for s in d["signatures"]:
         who = s["verified_by"] or "no trusted key"
+        if s.get("principals"):
+            who += ", principals " + safe(",".join(s["principals"]))
         state = "valid" if s["valid"] else "not verified"
         click.echo(f"    #{s['index']} hint {safe(s['keyid_hint'] or '-')}: {state} ({who})")
     click.echo(f"  members    {len(d['members'])} listed")
@@ -474,6 +476,7 @@ def _print_inspect(info: dict[str, Any]) -> None:
         click.echo(
             f"    signer {safe(s['keyid_hint'])}"
             + (f" (verified by {s['verified_by']})" if s["verified_by"] else "")
+            + (f" principals {safe(','.join(s['principals']))}" if s.get("principals") else "")
         )
     click.echo(f"  members ({len(info['members'])}):")
     for m in info["members"]:
