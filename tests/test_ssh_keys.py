@@ -244,3 +244,34 @@ def test_a_garbled_key_line_is_located(tmp_path: Path) -> None:
     f.write_text(f"ssh-ed25519 {base64.b64encode(b'x' * 51).decode()} ok\njust some words\n")
     with pytest.raises(KeyFileError, match="line 1: not a readable ssh-ed25519 public key"):
         load_trusted_keys([f])
+
+
+def test_countersign_with_ssh_keys_end_to_end(tmp_path: Path, ssh: Path) -> None:
+    """An auditor countersigns with ~/.ssh keys: signer trusted through allowed_signers."""
+    out = seal(tmp_path, ssh / "id_ed25519")
+    signers = tmp_path / "allowed_signers"
+    signers.write_text(
+        f'alice@example.org namespaces="file" {_pub(ssh, "id_ed25519")} alice laptop 2026\n'
+        f"auditor@example.org {_pub(ssh, 'id_enc')}\n"
+    )
+    r = bundle(
+        "sign", str(out), "--key", str(ssh / "id_enc"), "--key-pub", str(signers),
+        env={"REPROBUNDLE_KEY_PASSPHRASE": "correct horse"},
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    r = bundle("verify", str(out), "--trusted-keys", str(signers), "--json")
+    assert r.returncode == 0, r.stderr
+    sigs = json.loads(r.stdout)["signatures"]
+    assert [s["principals"] for s in sigs] == [["alice@example.org"], ["auditor@example.org"]]
+    assert [s["verified_by"] for s in sigs] == [
+        fingerprint(ssh / "id_ed25519.pub"),
+        fingerprint(ssh / "id_enc.pub"),
+    ]
+
+
+def test_a_key_listed_twice_merges_its_principals(tmp_path: Path, ssh: Path) -> None:
+    f = tmp_path / "signers"
+    f.write_text(f"alice {_pub(ssh, 'id_ed25519')}\nops,alice {_pub(ssh, 'id_ed25519')}\n")
+    keys = load_trusted_keys([f])
+    assert len(keys) == 1
+    assert keys.principals == {fingerprint(ssh / "id_ed25519.pub"): ("alice", "ops")}
