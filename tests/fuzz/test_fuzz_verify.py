@@ -157,3 +157,46 @@ def test_a_statement_with_malformed_subjects_is_a_problem_not_a_traceback(
 def test_mutant_repr_is_short() -> None:
     """Hypothesis prints drawn values in failure reports: a bundle must not fill the log."""
     assert len(repr(Mutant("k", b"x" * 100_000))) < 80
+
+
+def _non_utf8_column_parquet() -> bytes:
+    """A Parquet file whose column name is not UTF-8 (pyarrow writes only UTF-8 names, so
+    the name's bytes are patched in the footer; the Arrow schema copy is base64, untouched)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"x\u00e9": [1, 2]}), buf)
+    data = buf.getvalue()
+    assert data.count("x\u00e9".encode()) >= 1
+    return data.replace("x\u00e9".encode(), b"x\xe1A")
+
+
+def test_a_table_with_a_non_utf8_column_name_is_a_problem_not_a_traceback(
+    base: Base, workdir: Path
+) -> None:
+    """Found by bench/fuzz_long.py (seed 20261207, family resign-unsigned-flip): pyarrow
+    raised UnicodeDecodeError out of ``read_metadata`` and ``bundle verify`` printed a
+    traceback. Now a located problem on the table; inspect says so too (exit 1)."""
+    import subprocess
+    import sys
+
+    data = _resealed(base, "tables/receipts.parquet", _non_utf8_column_parquet())
+    out = check_verify(base, "non-utf8-column", data, workdir)
+    assert out.traceback is None, out.traceback
+    p = workdir / "non-utf8.bundle"
+    p.write_bytes(data)
+    rep = check_bundle(p, trusted=[base.trusted])
+    assert not rep.ok
+    assert any(
+        q.where == "tables/receipts.parquet" and "UnicodeDecodeError" in q.message
+        for q in rep.problems
+    ), rep.problems
+    proc = subprocess.run(
+        [sys.executable, "-m", "reprobundle.cli", "inspect", str(p)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode in (0, 1), proc.stderr
