@@ -94,7 +94,7 @@ def parse_manifest(data: bytes) -> dict[str, Any]:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
         raise ManifestError("manifest.json does not describe a reprobundle archive")
     version = doc.get("format_version")
-    if version not in SUPPORTED_VERSIONS:
+    if not isinstance(version, str) or version not in SUPPORTED_VERSIONS:
         raise ManifestError(
             f"unknown format_version {version!r}; this reprobundle reads "
             f"{sorted(SUPPORTED_VERSIONS)} (a newer reprobundle may read it)"

@@ -200,3 +200,14 @@ def test_a_table_with_a_non_utf8_column_name_is_a_problem_not_a_traceback(
     )
     assert "Traceback" not in proc.stderr, proc.stderr
     assert proc.returncode in (0, 1), proc.stderr
+
+
+@pytest.mark.parametrize("version", [[1], {"v": 1}, ["1"]])
+def test_an_unhashable_format_version_is_refused_not_a_traceback(version: object) -> None:
+    """Found by bench/fuzz_long.py on the fixed tree (seed 20261213, json-manifest-deep):
+    ``format_version`` holding a list raised ``TypeError: unhashable type`` in verify."""
+    from bundler.manifest import ManifestError, parse_manifest
+
+    doc = {"format": "reprobundle", "format_version": version}
+    with pytest.raises(ManifestError, match="unknown format_version"):
+        parse_manifest(json.dumps(doc).encode())
