@@ -123,10 +123,18 @@ class SignatureCheck:
     keyid_hint: str
     valid: bool
     verified_by: str | None  # key ID of the trusted key that verified it, if any
+    principals: tuple[str, ...] = ()  # names an allowed_signers file gives that key
 
 
 def verify_envelope(env: Envelope, trusted: list[Ed25519PublicKey]) -> list[SignatureCheck]:
-    """Check each signature against every trusted key; return one result per signature."""
+    """Check each signature against every trusted key; return one result per signature.
+
+    Every signature is Ed25519 over ``pae(payloadType, payload)``, whatever file
+    the key came from (PEM or OpenSSH). When ``trusted`` is a
+    :class:`~bundler.keys.TrustedKeys`, the principals it holds for the verifying
+    key are reported too.
+    """
+    names: dict[str, tuple[str, ...]] = getattr(trusted, "principals", {})
     message = pae(env.payload_type, env.payload)
     out = []
     for i, (kid, sig) in enumerate(env.signatures):
@@ -138,5 +146,5 @@ def verify_envelope(env: Envelope, trusted: list[Ed25519PublicKey]) -> list[Sign
                 continue
             by = key_id(pub)
             break
-        out.append(SignatureCheck(i, kid, by is not None, by))
+        out.append(SignatureCheck(i, kid, by is not None, by, names.get(by, ()) if by else ()))
     return out

@@ -6,21 +6,46 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from bundler.errors import IntegrityError
+from bundler.errors import BundleFormatError, IntegrityError
 from bundler.verify import open_bundle
 
 __all__ = ["inspect_bundle"]
 
 
+# A table that does not match the spec (inspect reads bundles that did not verify): its
+# summary is left empty; the reason is already among the report's problems.
+_UNREADABLE = (BundleFormatError, KeyError, TypeError, ValueError, pa.ArrowException)
+
+
 def _value_counts(opened: Any, table: str, column: str) -> dict[str, int]:
-    t = opened.table(table)
-    if t.num_rows == 0:
+    try:
+        t = opened.table(table)
+        if t.num_rows == 0:
+            return {}
+        vc = pc.value_counts(t.column(column)).to_pylist()
+        return {str(d["values"]): int(d["counts"]) for d in vc}
+    except _UNREADABLE:
         return {}
-    vc = pc.value_counts(t.column(column)).to_pylist()
-    return {str(d["values"]): int(d["counts"]) for d in vc}
+
+
+def _attempts(opened: Any) -> list[dict[str, Any]]:
+    try:
+        # Timestamps are nanosecond; to_pylist() on them would need pandas.
+        rows = opened.table("attempts").select(["attempt_id", "status", "reason"]).to_pylist()
+        return [
+            {
+                "attempt_id": str(a["attempt_id"]),
+                "status": str(a["status"]),
+                "reason": None if a["reason"] is None else str(a["reason"]),
+            }
+            for a in rows
+        ]
+    except _UNREADABLE:
+        return []
 
 
 def inspect_bundle(path: Path, trusted: Sequence[Ed25519PublicKey] = ()) -> dict[str, Any]:
@@ -34,8 +59,7 @@ def inspect_bundle(path: Path, trusted: Sequence[Ed25519PublicKey] = ()) -> dict
     if manifest is None:
         raise IntegrityError(f"{path}: no readable manifest", opened.report.problems)
     report = opened.report
-    # Timestamps are nanosecond; to_pylist() on them would need pandas.
-    attempts = opened.table("attempts").select(["attempt_id", "status", "reason"]).to_pylist()
+    attempts = _attempts(opened)
     return {
         "path": str(path),
         "format_version": manifest["format_version"],
@@ -43,17 +67,19 @@ def inspect_bundle(path: Path, trusted: Sequence[Ed25519PublicKey] = ()) -> dict
         "tables": manifest["tables"],
         "counts": {
             "receipts_by_phase": _value_counts(opened, "receipts", "phase"),
-            "attempts": [
-                {"attempt_id": a["attempt_id"], "status": a["status"], "reason": a["reason"]}
-                for a in attempts
-            ],
+            "attempts": attempts,
             "comparisons": manifest["tables"].get("comparisons", 0),
             "worker_exits": manifest["tables"].get("worker_exits", 0),
             "claims": manifest["tables"].get("claims", 0),
         },
         "signature_status": report.signature_status,
         "signers": [
-            {"keyid_hint": s.keyid_hint, "verified_by": s.verified_by} for s in report.signatures
+            {
+                "keyid_hint": s.keyid_hint,
+                "verified_by": s.verified_by,
+                "principals": list(s.principals),
+            }
+            for s in report.signatures
         ],
         "members": manifest["members"],
         "external": manifest["external"],

@@ -22,13 +22,21 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from bundler._internal.atomic import atomic_write_bytes
 from bundler.errors import KeyFileError, UsageError
+from bundler.ssh_keys import (
+    OPENSSH_PRIVATE_MARKER,
+    SignerEntry,
+    load_openssh_private_key,
+    parse_signers,
+)
 
 __all__ = [
     "KeyPair",
+    "TrustedKeys",
     "generate_keypair",
     "key_id",
     "load_private_key",
     "load_public_key",
+    "load_public_keys",
     "load_trusted_keys",
     "parse_public_key",
 ]
@@ -86,12 +94,14 @@ def _read(path: Path) -> bytes:
 
 
 def load_private_key(path: Path, passphrase: bytes | None = None) -> Ed25519PrivateKey:
-    """Load an Ed25519 private key from a PEM file.
+    """Load an Ed25519 private key: PEM (PKCS#8) or OpenSSH (``~/.ssh/id_ed25519``).
 
     The passphrase may also come from ``REPROBUNDLE_KEY_PASSPHRASE``; we never
     prompt, so scripted seals cannot hang.
     """
     data = _read(path)
+    if data.lstrip().startswith(OPENSSH_PRIVATE_MARKER):
+        return load_openssh_private_key(data, str(path), passphrase)
     encrypted = b"ENCRYPTED PRIVATE KEY" in data
     if passphrase is None and encrypted and os.environ.get("REPROBUNDLE_KEY_PASSPHRASE"):
         passphrase = os.environ["REPROBUNDLE_KEY_PASSPHRASE"].encode("utf-8")
@@ -116,30 +126,88 @@ def load_public_key(path: Path) -> Ed25519PublicKey:
     return parse_public_key(_read(path), str(path))
 
 
-def load_trusted_keys(
-    paths: Sequence[Path] = (), trusted_file: Path | None = None
-) -> list[Ed25519PublicKey]:
+class TrustedKeys(list[Ed25519PublicKey]):
+    """The trusted public keys, plus the principals an ``allowed_signers`` file gave them.
+
+    A plain list everywhere keys are expected; ``principals`` maps a key ID to
+    the names that file attached to it (empty for PEM keys and bare key lines).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.principals: dict[str, tuple[str, ...]] = {}
+
+    def add(self, key: Ed25519PublicKey, principals: Sequence[str] = ()) -> None:
+        """Trust ``key``; remember ``principals`` (merged when a key is listed twice)."""
+        kid = key_id(key)
+        if kid not in self.principals:
+            self.append(key)
+            self.principals[kid] = ()
+        merged = [*self.principals[kid], *(p for p in principals if p not in self.principals[kid])]
+        self.principals[kid] = tuple(merged)
+
+
+def load_public_keys(path: Path) -> list[SignerEntry]:
+    """Every Ed25519 key of a public key file, sniffed by content.
+
+    PEM (SubjectPublicKeyInfo); one OpenSSH line (``id_ed25519.pub``); a list of
+    ``ssh-ed25519 AAAA… comment`` lines (a code host's ``USER.keys``); or an
+    OpenSSH ``allowed_signers`` file (principals kept). See ``bundler.ssh_keys``.
+    """
+    data = _read(path)
+    if data.lstrip().startswith(b"-----BEGIN"):
+        return [SignerEntry(parse_public_key(data, str(path)), (), str(path))]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise KeyFileError(f"{path}: not a PEM or OpenSSH public key file (not UTF-8)") from exc
+    if not any(_is_signer_line(line) for line in text.splitlines()):
+        raise KeyFileError(f"{path}: not a readable public key (neither PEM nor OpenSSH key lines)")
+    entries = parse_signers(text, str(path))
+    if not entries:
+        raise KeyFileError(f"{path}: holds no Ed25519 public key (or none valid now)")
+    return entries
+
+
+def _is_signer_line(line: str) -> bool:
+    return any(
+        tok in ("ssh-ed25519", "ssh-rsa") or tok.startswith(("ecdsa-", "sk-"))
+        for tok in line.split()[:3]
+    )
+
+
+def load_trusted_keys(paths: Sequence[Path] = (), trusted_file: Path | None = None) -> TrustedKeys:
     """Public keys from ``--key`` paths and a ``--trusted-keys`` file.
 
-    The file lists one key per line: a path to a PEM or OpenSSH public key
-    (relative to the file's folder) or an ``ssh-ed25519 AAAA...`` line; ``#``
-    starts a comment.
+    Each path may be any file :func:`load_public_keys` reads. The trusted-keys
+    file lists one key per line: a path to such a file (relative to the file's
+    folder), an ``ssh-ed25519 AAAA...`` line or an ``allowed_signers`` line;
+    ``#`` starts a comment.
     """
-    keys = [load_public_key(p) for p in paths]
+    keys = TrustedKeys()
+    for p in paths:
+        for e in load_public_keys(p):
+            keys.add(e.key, e.principals)
     if trusted_file is None:
         return keys
     try:
         lines = trusted_file.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise KeyFileError(f"{trusted_file}: cannot read the trusted keys file ({exc})") from exc
-    for n, line in enumerate(lines, 1):
+    signer_lines = []
+    before = len(keys)
+    for line in lines:
+        # allowed_signers and key lines are parsed together below (one file, line numbers kept)
+        signer_lines.append(line if _is_signer_line(line) else "")
         entry = line.split("#", 1)[0].strip()
-        if not entry:
-            continue
-        if entry.startswith("ssh-ed25519"):
-            keys.append(parse_public_key(entry.encode(), f"{trusted_file}: line {n}"))
-        else:
-            keys.append(load_public_key(trusted_file.parent / entry))
+        if entry and not line.strip().startswith("#") and not _is_signer_line(line):
+            for e in load_public_keys(trusted_file.parent / entry):
+                keys.add(e.key, e.principals)
+    if any(signer_lines):
+        for e in parse_signers("\n".join(signer_lines), str(trusted_file)):
+            keys.add(e.key, e.principals)
+    if len(keys) == before:
+        raise KeyFileError(f"{trusted_file}: lists no Ed25519 public key (or none valid now)")
     return keys
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "ENVELOPE_NAME",
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "LEGACY_PREDICATE_TYPES",
     "MANIFEST_NAME",
     "PREDICATE_TYPE",
     "STATEMENT_TYPE",
@@ -43,7 +44,12 @@ SUPPORTED_VERSIONS = frozenset({"1"})
 MANIFEST_NAME = "manifest.json"
 ENVELOPE_NAME = "signatures.dsse.json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
-PREDICATE_TYPE = "urn:reprobundle:predicate:bundle:v1"
+# The predicate's type URI (docs/adr/0006-predicate-type.md): versioned, in the project's
+# spec namespace (the host of every schema $id), schema in
+# specs/schemas/predicate.bundle.v1.schema.json. Seal writes it; verify also reads the
+# URN that bundles sealed before it carry (same predicate, same meaning).
+PREDICATE_TYPE = "https://reprobundle.invalid/predicate/bundle/v1"
+LEGACY_PREDICATE_TYPES = frozenset({"urn:reprobundle:predicate:bundle:v1"})
 EXTERNAL_PREFIX = "external:"
 
 
@@ -88,7 +94,7 @@ def parse_manifest(data: bytes) -> dict[str, Any]:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
         raise ManifestError("manifest.json does not describe a reprobundle archive")
     version = doc.get("format_version")
-    if version not in SUPPORTED_VERSIONS:
+    if not isinstance(version, str) or version not in SUPPORTED_VERSIONS:
         raise ManifestError(
             f"unknown format_version {version!r}; this reprobundle reads "
             f"{sorted(SUPPORTED_VERSIONS)} (a newer reprobundle may read it)"
@@ -143,8 +149,22 @@ def parse_statement(payload: bytes) -> dict[str, Any]:
         raise ManifestError(f"signed payload is not JSON: {exc}") from exc
     if not isinstance(doc, dict) or doc.get("_type") != STATEMENT_TYPE:
         raise ManifestError("signed payload is not an in-toto Statement v1")
-    if doc.get("predicateType") != PREDICATE_TYPE:
+    ptype = doc.get("predicateType")
+    if ptype != PREDICATE_TYPE and not (isinstance(ptype, str) and ptype in LEGACY_PREDICATE_TYPES):
         raise ManifestError(f"unknown predicateType {doc.get('predicateType')!r}")
     if not isinstance(doc.get("subject"), list) or not isinstance(doc.get("predicate"), dict):
         raise ManifestError("statement has no subject list or predicate")
+    # The payload is parsed before anyone knows who signed it: check every subject's
+    # shape here so the comparison with the manifest never meets a list or a number.
+    seen: set[str] = set()
+    for i, s in enumerate(doc["subject"]):
+        digest = s.get("digest") if isinstance(s, dict) else None
+        name = s.get("name") if isinstance(s, dict) else None
+        if not isinstance(name, str) or not isinstance(digest, dict):
+            raise ManifestError(f"statement subject[{i}] has no string name and digest object")
+        if not isinstance(digest.get("sha256"), str):
+            raise ManifestError(f"statement subject[{i}] ({name!r}) has no sha256 string")
+        if name in seen:
+            raise ManifestError(f"statement names subject {name!r} twice")
+        seen.add(name)
     return doc

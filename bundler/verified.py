@@ -99,7 +99,7 @@ class VerifiedBundle:
             # use_threads=False: tables are small, and pyarrow's thread pool was seen to
             # abort at interpreter exit (apache/arrow issue 34314).
             return pq.read_table(io.BytesIO(data), use_threads=False)
-        except (pa.ArrowException, OSError) as exc:
+        except (pa.ArrowException, OSError, ValueError) as exc:
             raise BundleFormatError(
                 f"{self.path}: table {name!r} is not readable Parquet",
                 [Problem(f"tables/{name}.parquet", None, None, str(exc))],

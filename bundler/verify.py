@@ -147,6 +147,7 @@ class VerifyReport:
                     "keyid_hint": s.keyid_hint,
                     "valid": s.valid,
                     "verified_by": s.verified_by,
+                    "principals": list(s.principals),
                 }
                 for s in self.signatures
             ],
@@ -168,11 +169,25 @@ class OpenedBundle:
     report: VerifyReport
 
     def table(self, name: str) -> pa.Table:
-        """Read table ``name`` from its Parquet member."""
+        """Read table ``name`` from its Parquet member.
+
+        Raises:
+            BundleFormatError: the member is not readable Parquet (this type also
+                serves ``inspect``, which reads bundles that did not verify).
+        """
         # use_threads=False: tables are small, and pyarrow's thread pool was seen to
         # abort ("terminate called without an active exception") at interpreter exit.
-        with self.members[f"tables/{name}.parquet"].open() as fh:
-            return pq.read_table(fh, use_threads=False)
+        path = f"tables/{name}.parquet"
+        try:
+            with self.members[path].open() as fh:
+                return pq.read_table(fh, use_threads=False)
+        except (pa.ArrowException, ValueError) as exc:
+            # ValueError: pyarrow decodes names as UTF-8 (UnicodeDecodeError) and
+            # raises ArrowInvalid, both ValueErrors; ArrowIOError is an OSError.
+            raise BundleFormatError(
+                f"{self.report.path}: table {name!r} is not readable Parquet",
+                [Problem(path, None, None, f"{type(exc).__name__}: {exc}")],
+            ) from exc
 
     def document(self, name: str) -> dict[str, Any] | None:
         """Parse JSON member ``name`` (``campaign.json``, ``scorer.json``), or None if absent."""
@@ -240,7 +255,10 @@ def _check_signatures(
     env = _read_envelope(report, members, lim)
     if env is None:
         return None
-    report.signatures = verify_envelope(env, list(trusted))
+    # TrustedKeys is a list: pass it as is so the principals come along.
+    report.signatures = verify_envelope(
+        env, trusted if isinstance(trusted, list) else list(trusted)
+    )
     trusted_ids = {key_id(k) for k in trusted}
     forged = [s for s in report.signatures if not s.valid and s.keyid_hint in trusted_ids]
     for s in forged:
@@ -365,10 +383,16 @@ def _check_tables(
             with m.open() as fh:
                 meta_file = pq.read_metadata(fh)
             schema = meta_file.schema.to_arrow_schema()
-        except (pa.ArrowException, OSError) as exc:
-            report.problems.append(Problem(path, None, None, f"not a readable Parquet file: {exc}"))
+            meta = {k.decode(): v.decode() for k, v in (schema.metadata or {}).items()}
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            # ValueError covers UnicodeDecodeError: pyarrow decodes column names as
+            # UTF-8, and so do we for the key-value metadata (found by the fuzzer).
+            report.problems.append(
+                Problem(
+                    path, None, None, f"not a readable Parquet file: {type(exc).__name__}: {exc}"
+                )
+            )
             continue
-        meta = {k.decode(): v.decode() for k, v in (schema.metadata or {}).items()}
         version = meta.get("format_version")
         if version != TABLE_FORMAT_VERSION:
             report.problems.append(

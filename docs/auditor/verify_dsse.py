@@ -38,7 +38,11 @@ from typing import Any
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
-PREDICATE_TYPE = "urn:reprobundle:predicate:bundle:v1"
+# The documented predicate type URI, and the URN that bundles sealed before it carry.
+PREDICATE_TYPES = (
+    "https://reprobundle.invalid/predicate/bundle/v1",
+    "urn:reprobundle:predicate:bundle:v1",
+)
 ENVELOPE, MANIFEST = "signatures.dsse.json", "manifest.json"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 # DER SubjectPublicKeyInfo of an Ed25519 key is this 12-byte prefix + the 32-byte key.
@@ -173,7 +177,7 @@ def check_signatures(envelope: bytes, keys: list[tuple[Path, str]], workdir: Pat
 def check_digests(payload: bytes, members: dict[str, bytes]) -> int:
     """Check the manifest against the signed statement and every member against the manifest."""
     stmt = json.loads(payload)
-    if stmt.get("_type") != STATEMENT_TYPE or stmt.get("predicateType") != PREDICATE_TYPE:
+    if stmt.get("_type") != STATEMENT_TYPE or stmt.get("predicateType") not in PREDICATE_TYPES:
         raise Failed("signed payload is not a reprobundle in-toto Statement v1")
     if MANIFEST not in members:
         raise Failed(f"{MANIFEST}: missing")

@@ -400,6 +400,8 @@ def _print_verify(rep: Any, verbosity: int) -> None:
     )
     for s in d["signatures"]:
         who = s["verified_by"] or "no trusted key"
+        if s.get("principals"):
+            who += ", principals " + safe(",".join(s["principals"]))
         state = "valid" if s["valid"] else "not verified"
         hint = s["keyid_hint"] or "-"
         shown = f"{state} ({who})" if who != hint else state
@@ -680,6 +682,7 @@ def _print_inspect(info: dict[str, Any], verbosity: int) -> None:
         click.echo(
             f"    signer {safe(s['keyid_hint'])}"
             + (f" (verified by {s['verified_by']})" if s["verified_by"] else "")
+            + (f" principals {safe(','.join(s['principals']))}" if s.get("principals") else "")
         )
     _print_inspect_contents(info, verbosity)
 
