@@ -199,14 +199,16 @@ def trust_options(allow_unsigned_help: str) -> Callable[[F], F]:
         f = click.option(
             "--trusted-keys",
             type=click.Path(exists=True, dir_okay=False, path_type=Path),
-            help="File listing trusted keys: one PEM path or 'ssh-ed25519 ...' line each.",
+            help="Trusted keys: a list of PEM paths and 'ssh-ed25519 ...' lines, or an OpenSSH "
+            "allowed_signers file (principals are shown).",
         )(f)
         return click.option(
             "--key",
             "key_paths",
             type=click.Path(path_type=Path),
             multiple=True,
-            help="Trusted public key of the signer (repeatable).",
+            help="Trusted public key of the signer: PEM, an ssh-ed25519 line (.pub) or a key list "
+            "(repeatable).",
         )(f)
 
     return decorate

@@ -375,6 +375,20 @@ def _external_groups(externals: list[dict[str, Any]]) -> list[tuple[int, str, st
     return [(n, st, kind, avail) for (st, kind, avail), n in counts.items()]
 
 
+def _signature_lines(signatures: list[dict[str, Any]]) -> list[str]:
+    """One line per signature: its key id hint, whether it verified, and by whom."""
+    out = []
+    for s in signatures:
+        who = s["verified_by"] or "no trusted key"
+        if s.get("principals"):
+            who += ", principals " + safe(",".join(s["principals"]))
+        state = "valid" if s["valid"] else "not verified"
+        hint = s["keyid_hint"] or "-"
+        shown = f"{state} ({who})" if who != hint else state
+        out.append(f"    #{s['index']} {safe(hint)}: {shown}")
+    return out
+
+
 def _print_verify(rep: Any, verbosity: int) -> None:
     d = rep.to_dict()
     camp = d["campaign"]
@@ -398,14 +412,8 @@ def _print_verify(rep: Any, verbosity: int) -> None:
             else ""
         )
     )
-    for s in d["signatures"]:
-        who = s["verified_by"] or "no trusted key"
-        if s.get("principals"):
-            who += ", principals " + safe(",".join(s["principals"]))
-        state = "valid" if s["valid"] else "not verified"
-        hint = s["keyid_hint"] or "-"
-        shown = f"{state} ({who})" if who != hint else state
-        click.echo(f"    #{s['index']} {safe(hint)}: {shown}")
+    for line in _signature_lines(d["signatures"]):
+        click.echo(line)
     click.echo(
         f"  members    {len(d['members'])} files in the manifest"
         + ("" if rep.problems else ", every digest matches")
@@ -541,7 +549,8 @@ def _media_total(dirs: tuple[Path, ...]) -> int:
 @click.option(
     "--trusted-keys",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="File listing trusted keys: one PEM path or 'ssh-ed25519 ...' line each.",
+    help="Trusted keys: a list of PEM paths and 'ssh-ed25519 ...' lines, or an OpenSSH "
+    "allowed_signers file (principals are shown).",
 )
 @click.option(
     "--force-adopt",
