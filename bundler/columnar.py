@@ -269,6 +269,10 @@ def _read_jsonl(
     if not data.rstrip(b" \t\n").endswith(b"}"):
         return None
     lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    # Every line must open an object: pyarrow 26's JSON reader crashes the process (SIGSEGV)
+    # on a bare `null` line, and other non-object lines are the per-row path's to locate.
+    if not data.startswith(b"{") or data.count(b"\n{") != lines - 1:
+        return None
     schema = pa.schema([(f, _read_type(k)) for f, (_, k, _) in plan.items()])
     table = pjson.read_json(
         cast(Any, pa.BufferReader(data)),

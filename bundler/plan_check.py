@@ -772,4 +772,6 @@ SERVING_APIS = frozenset({"openai-completions", "openai-chat-completions"})
 def is_serving_plan(plan: Mapping[str, Any]) -> bool:
     """True when ``plan`` describes an LLM-serving benchmark (``request.api`` openai-*)."""
     req = plan.get("request")
-    return isinstance(req, dict) and req.get("api") in SERVING_APIS
+    api = req.get("api") if isinstance(req, dict) else None
+    # A hostile plan may put any JSON here: only a string can name an API (schema reports the rest).
+    return isinstance(api, str) and api in SERVING_APIS

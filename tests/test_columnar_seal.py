@@ -237,6 +237,12 @@ _HOSTILE_JSONL = {
     "lone surrogate": _GOOD.replace('"arm": "baseline"', '"arm": "\\ud800"'),
     "two objects": _GOOD + " " + _GOOD.replace("b1-0", "b1-x"),
     "array": "[1, 2]",
+    # A bare null line crashed pyarrow 26's JSON reader (SIGSEGV), found by tests/fuzz.
+    "null line": "null",
+    "number line": "7",
+    "string line": '"b1-0"',
+    "true line": "true",
+    "indented object": "  " + _GOOD,
     "empty id": _GOOD.replace('"request_id": "b1-0"', '"request_id": ""'),
     "sha with newline": _GOOD.replace("0" * 64 + '"', "0" * 64 + '\\n"'),
 }

@@ -188,6 +188,16 @@ def test_plan_arm_order_of_non_strings_is_a_located_error(tmp_path: Path, arm_or
     assert any((p.field or "").startswith("arm_order") for p in problems)
 
 
+@pytest.mark.parametrize("api", [{"x": 1}, ["openai-completions"], 7, None])
+def test_plan_request_api_of_non_strings_is_a_located_error(tmp_path: Path, api: Any) -> None:
+    """Found by tests/fuzz: a dict or list `request.api` raised TypeError (unhashable)."""
+    plan = _plan()
+    plan["request"]["api"] = api
+    camp = write_campaign(tmp_path / "c", **{"plans/p.json": plan})
+    _, problems = load_campaign(camp)
+    assert any(p.where == "plans/p.json" and "api" in (p.field or "") for p in problems), problems
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
     [
