@@ -30,6 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
+# The strategies live in tests/fuzz (one definition for CI and the long run): import them from
+# this checkout whether or not the install put the repository root on sys.path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.errors import HypothesisException
