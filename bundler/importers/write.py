@@ -106,7 +106,8 @@ def _claims_of(
                 "what": f"{tool} aggregates at {run.arm} {run.load_point}: {', '.join(left)} "
                 f"(in {written_in})",
                 "note": "no statistic of the claims vocabulary has their definition "
-                "(min/max, chunk gaps, per-user rates, goodput without its SLOs)",
+                "(min/max, peaks per whole second, chunk gaps, per-user rates, goodput "
+                "without its SLOs)",
             }
         )
     for key, x in sorted(run.aggregates.items()):
