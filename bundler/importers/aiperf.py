@@ -466,7 +466,7 @@ def parse(
         else:
             duration = window
             extra = {
-                "duration_from": "start_time to end_time (the profiling phase's window)",
+                "duration_from": "the profiling phase's window, end_time - start_time",
                 "duration_rel_uncertainty": WINDOW_UNCERTAINTY_S / window,
             }
     ok, inp, out, ttft, lat, tpot_complete, times = parse_records(records, records_where)
