@@ -79,7 +79,9 @@ def _throughput_stat(what: str) -> ServingEval:
         v = throughput(rs.run, what)
         if isinstance(v, str):
             return v
-        return v, f"{what.replace('_', ' ')} / duration {rs.run.duration_s!r} s of {_where(rs)}"
+        src = rs.run.meta.get("duration_from")
+        dur = f"duration {rs.run.duration_s!r} s" + (f" ({src})" if src else "")
+        return v, f"{what.replace('_', ' ')} / {dur} of {_where(rs)}"
 
     return ev
 

@@ -4,29 +4,43 @@ Followed writer (read in the public code search): ai-dynamo/aiperf at commit
 3a4b58d5 (``docs/metrics_reference.md``, the ``MetricArray.to_result``
 aggregation) and its mirror nvda-ci/aiperf at commit 8e6a033d
 (``docs/tutorials/working-with-profile-exports.md``, the record and export
-models). One run writes, into its artifact directory:
+models); checked against bytes written by ``aiperf profile`` 0.13.0 from PyPI
+(``tests/fixtures/real_writers/aiperf-0.13.0/``). One run writes, into its
+artifact directory:
 
 - ``profile_export.jsonl``: one JSON object per request,
   ``{"metadata": {session_num, x_request_id, request_start_ns, request_ack_ns,
   request_end_ns, worker_id, record_processor_id, benchmark_phase,
   was_cancelled, ...}, "metrics": {<tag>: {"value": .., "unit": ..}, ...},
   "error": null | {code, type, message}}``. A failed request has an ``error``
-  and at most ``error_isl`` among its metrics.
+  and at most ``error_isl`` among its metrics (0.13.0: its ``request_end_ns``
+  equals its ``request_start_ns``, and it has no ``request_ack_ns``); 0.13.0
+  leaves ``error`` out of a successful record. Warmup requests are in the same
+  file with ``benchmark_phase`` ``"warmup"``.
 - ``profile_export_aiperf.json``: one object; per metric tag
-  ``{"unit": .., "avg": .., "p1" .. "p99": .., "min", "max", "std"}``
-  (``numpy.percentile`` linear and population ``numpy.std`` over the
-  per-record values), single-value metrics (``request_throughput``,
-  ``benchmark_duration``, ``request_count``, ``total_isl``, ``total_osl``)
-  with only ``avg``, and ``input_config`` (``loadgen.concurrency``,
-  ``loadgen.request_rate``, ``loadgen.request_count``).
+  ``{"unit": .., "avg": .., "p1" .. "p99": .., "min", "max", "std"}`` (0.13.0
+  adds ``count`` and ``sum``) (``numpy.percentile`` linear and population
+  ``numpy.std`` over the per-record values), single-value metrics
+  (``request_throughput``, ``benchmark_duration``, ``request_count``,
+  ``total_isl``, ``total_osl``) with only ``avg``, ``start_time`` and
+  ``end_time``, and ``input_config``: the load point is in
+  ``input_config.phases`` (0.13.0: the phase whose ``kind`` is ``profiling``,
+  ``type`` ``concurrency`` with ``concurrency``, or ``poisson``/``gamma``/
+  ``constant`` with ``rate`` and an optional ``concurrency`` cap; ``requests``)
+  or, as the followed docs describe, ``input_config.loadgen``
+  (``concurrency``, ``request_rate``, ``request_count``).
 
 Definitions used here (``specs/claims-vocabulary.md``): AIPerf's per-record
 ``inter_token_latency`` is ``(request_latency - time_to_first_token) /
 (output_sequence_length - 1)``, which is the vocabulary's TPOT, so its
 aggregates become TPOT claims. AIPerf records no individual inter-token gaps
 (``inter_chunk_latency`` holds gaps between response *chunks*), so ITL is
-not recorded: ITL claims are unverifiable. The duration is the recorded
-``benchmark_duration`` (AIPerf: last response minus first request).
+not recorded: ITL claims are unverifiable. The duration throughputs divide by:
+with ``input_config.phases`` (0.13.0), the profiling phase's window, which
+AIPerf divides its throughputs by and records only as ``end_time - start_time``
+(naive local ``datetime.fromtimestamp`` text, to the microsecond; its
+``benchmark_duration``, first request to last response, is shorter); with
+``input_config.loadgen``, the recorded ``benchmark_duration``.
 """
 
 from __future__ import annotations
@@ -160,17 +174,71 @@ def _aggregate_doc(data: bytes, where: str) -> dict[str, Any]:
     return doc
 
 
+_RATE_PHASES = ("poisson", "gamma", "constant")
+
+
+def _int_at_least_1(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+
+def _phase_load_point(phases: list[Any], where: str) -> tuple[float, int | None, int | None]:
+    """The load point of AIPerf 0.13's ``input_config.phases`` (its one profiling phase)."""
+    prof = [
+        (i, ph)
+        for i, ph in enumerate(phases)
+        if isinstance(ph, dict) and (ph.get("kind") or ph.get("name")) == "profiling"
+    ]
+    if len(prof) != 1:
+        raise _fail(
+            where,
+            "input_config.phases",
+            f"expected one profiling phase, found {len(prof)}: a run's load point is its "
+            "profiling phase's",
+        )
+    i, ph = prof[0]
+    at = f"input_config.phases[{i}]"
+    kind = ph.get("type")
+    conc = ph.get("concurrency")
+    if conc is not None and not _int_at_least_1(conc):
+        raise _fail(where, f"{at}.concurrency", f"expected an integer >= 1, found {conc!r}")
+    if kind == "concurrency":
+        rate_f = math.inf  # no rate limit: a request goes out whenever a slot is free
+        if conc is None:
+            conc = 1  # the writer's default for a concurrency phase
+    elif kind in _RATE_PHASES:
+        rate: Any = ph.get("rate")
+        if not _finite(rate) or rate <= 0:
+            raise _fail(
+                where,
+                f"{at}.rate",
+                f"expected a number > 0, found {rate!r} (a rate series is not a load point)",
+            )
+        rate_f = float(rate)
+    else:
+        raise _fail(
+            where,
+            f"{at}.type",
+            f"expected 'concurrency', 'poisson', 'gamma' or 'constant', found {kind!r}: "
+            "no (rate, concurrency) load point describes it",
+        )
+    count = ph.get("requests")
+    return rate_f, conc, count if _int_at_least_1(count) else None
+
+
 def _load_point(doc: dict[str, Any], where: str) -> tuple[float, int | None, int | None]:
     cfg = doc.get("input_config")
+    if isinstance(cfg, dict) and isinstance(cfg.get("phases"), list):
+        return _phase_load_point(cfg["phases"], where)
     loadgen = cfg.get("loadgen") if isinstance(cfg, dict) else None
     if not isinstance(loadgen, dict):
         raise _fail(
             where,
-            "input_config.loadgen",
-            "missing: the load point (concurrency, rate) is recorded only there",
+            "input_config.phases",
+            "missing (and no input_config.loadgen): the load point (concurrency, rate) is "
+            "recorded only there",
         )
     conc = loadgen.get("concurrency")
-    if conc is not None and (isinstance(conc, bool) or not isinstance(conc, int) or conc < 1):
+    if conc is not None and not _int_at_least_1(conc):
         raise _fail(
             where, "input_config.loadgen.concurrency", f"expected an integer >= 1, found {conc!r}"
         )
@@ -184,8 +252,7 @@ def _load_point(doc: dict[str, Any], where: str) -> tuple[float, int | None, int
     else:
         rate_f = float(rate)
     count = loadgen.get("request_count")
-    n = count if isinstance(count, int) and not isinstance(count, bool) and count >= 1 else None
-    return rate_f, conc, n
+    return rate_f, conc, count if _int_at_least_1(count) else None
 
 
 def _latency_aggregates(
@@ -330,6 +397,37 @@ def parse_records(data: bytes, where: str) -> Records:
     )
 
 
+WINDOW_UNCERTAINTY_S = 2e-6
+"""How far ``end_time - start_time`` can be from the writer's window in ns: each end is
+``datetime.fromtimestamp(ns / 1e9)``, rounded to the microsecond (<= 0.5 us) after the
+double division (<= 0.25 us at today's epoch), so the difference is off by < 1.5 us."""
+
+_THROUGHPUT_TAGS = ("request_throughput", "output_token_throughput", "total_token_throughput")
+
+
+def _phase_window(doc: dict[str, Any], where: str) -> float | str:
+    """Seconds from ``start_time`` to ``end_time`` (AIPerf 0.13's profiling-phase window,
+    which its throughputs divide by), or why it cannot be read."""
+    import datetime as dt
+
+    ends: list[dt.datetime] = []
+    for k in ("start_time", "end_time"):
+        v = doc.get(k)
+        if not isinstance(v, str):
+            return f"{where} records no {k}"
+        try:
+            t = dt.datetime.fromisoformat(v)
+        except ValueError:
+            raise _fail(where, k, f"expected an ISO 8601 date and time, found {v!r}") from None
+        if t.tzinfo is not None:
+            t = t.replace(tzinfo=None) - t.utcoffset()  # type: ignore[operator]
+        ends.append(t)
+    w = (ends[1] - ends[0]).total_seconds()
+    if not w > WINDOW_UNCERTAINTY_S:
+        raise _fail(where, "end_time", f"expected a time after start_time, {w!r} s apart")
+    return w
+
+
 def parse(
     records: bytes, records_where: str, aggregate: bytes, aggregate_where: str, arm: str
 ) -> ServingRun:
@@ -352,6 +450,25 @@ def parse(
             aggregate_where, "benchmark_duration.avg", f"expected a number > 0, found {d!r}"
         )
     aggregates, names, left = _aggregates(doc, aggregate_where)
+    duration = float(d)
+    cfg = doc.get("input_config")
+    extra: dict[str, Any] = {}
+    if isinstance(cfg, dict) and isinstance(cfg.get("phases"), list):
+        # AIPerf 0.13 divides its throughputs by the profiling phase's window (phase start
+        # to the end of its last request), not by benchmark_duration; the window is
+        # recorded only as start_time and end_time, to the microsecond.
+        window = _phase_window(doc, aggregate_where)
+        if isinstance(window, str):
+            for key, tag in ((_SINGLE[t], t) for t in _THROUGHPUT_TAGS):
+                if aggregates.pop(key, None) is not None:
+                    names.pop(key, None)
+                    left.append(f"{tag} ({window}: its window is unknown)")
+        else:
+            duration = window
+            extra = {
+                "duration_from": "the profiling phase's window, end_time - start_time",
+                "duration_rel_uncertainty": WINDOW_UNCERTAINTY_S / window,
+            }
     ok, inp, out, ttft, lat, tpot_complete, times = parse_records(records, records_where)
     unrecorded = {"itl": f"{records_where}: {ITL_NOT_RECORDED}"}
     if not tpot_complete:
@@ -360,14 +477,15 @@ def parse(
             "inter_token_latency (its tokens came in one chunk), so AIPerf's TPOT set differs "
             "from the records' and cannot be re-derived"
         )
-    cfg = doc.get("input_config")
     meta: dict[str, Any] = {
         "tool": FORMAT,
         "aggregate_source": aggregate_where,
         "aggregate_names": names,
         "not_claimed_aggregates": left,
+        "benchmark_duration": float(d),
+        **extra,
     }
-    for k in ("start_time", "end_time", "was_cancelled"):
+    for k in ("aiperf_version", "start_time", "end_time", "was_cancelled"):
         if k in doc:
             meta[k] = doc[k]
     if isinstance(cfg, dict) and isinstance(cfg.get("endpoint"), dict):
@@ -379,7 +497,7 @@ def parse(
         request_rate=rate,
         max_concurrency=conc,
         num_prompts=n_req,
-        duration_s=float(d),
+        duration_s=duration,
         detailed=True,
         ok=ok,
         input_lens=inp,

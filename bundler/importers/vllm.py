@@ -16,6 +16,12 @@ Followed writers (read in the public code search, vllm-project/vllm):
   ``latencies`` and ``start_times``, and with the goodput key spelled
   ``"request_goodput:"`` (trailing colon).
 
+Checked against files ``vllm bench serve`` 0.33.0 (PyPI) wrote
+(``tests/fixtures/real_writers/vllm-0.33.0/``): they add ``endpoint_type``,
+``label``, ``tokenizer_id``, ``queue_times``, ``generated_texts`` and the
+printed peaks ``max_output_tokens_per_s`` and ``max_concurrent_requests``
+(per whole second of the run) and ``rtfx``; the peaks go to ``not_claimed``.
+
 A request succeeded when its ``errors`` entry is empty (the writer stores ``""``).
 The file is parsed as it is; nothing is converted or filled in.
 """
@@ -48,6 +54,10 @@ _THROUGHPUT_KEYS = (
     "request_goodput:",
 )
 _COUNT_KEYS = ("completed", "failed", "total_input_tokens", "total_output_tokens")
+_PRINTED_NOT_CLAIMED = ("max_output_tokens_per_s", "max_concurrent_requests", "rtfx")
+"""Figures newer writers print that no vocabulary statistic defines (vLLM 0.33.0:
+"Peak output token throughput" and "Peak concurrent requests", counted per whole
+second of the run, so the latter can exceed ``max_concurrency``; the ASR ``rtfx``)."""
 
 
 def _fail(where: str, field: str | None, message: str, record: str | None = None) -> SourceError:
@@ -229,6 +239,9 @@ def parse(data: bytes, where: str, arm: str) -> ServingRun:
         )
         if k in doc
     }
+    left = [f"{k} = {doc[k]!r}" for k in _PRINTED_NOT_CLAIMED if k in doc]
+    if left:
+        meta["not_claimed_aggregates"] = left
     detailed = "ttfts" in doc
     empty_f = np.zeros(0, dtype=np.float64)
     empty_i = np.zeros(0, dtype=np.int64)

@@ -77,6 +77,20 @@ def _decimal_text(x: float, decimals: int) -> str:
     return str(q) if decimals else str(int(q))
 
 
+def _stable_decimals(x: float, decimals: int, rel: Any) -> int | None:
+    """The most decimals (at most ``decimals``) at which ``x`` reads the same anywhere
+    within ``x * (1 +- rel)``: a throughput whose duration is recorded only to a
+    relative ``rel`` (AIPerf 0.13's microsecond window) is claimed at a precision the
+    recorded duration decides. None when not even a whole number is decided."""
+    if not isinstance(rel, float) or rel <= 0:
+        return decimals
+    lo, hi = x * (1 - 2 * rel), x * (1 + 2 * rel)  # 2x: margin for the double arithmetic
+    for d in range(decimals, -1, -1):
+        if _decimal_text(lo, d) == _decimal_text(hi, d) == _decimal_text(x, d):
+            return d
+    return None
+
+
 def _claims_of(
     run: ServingRun, decimals: int, goodput: Mapping[str, float] | None, tool: str
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -92,7 +106,8 @@ def _claims_of(
                 "what": f"{tool} aggregates at {run.arm} {run.load_point}: {', '.join(left)} "
                 f"(in {written_in})",
                 "note": "no statistic of the claims vocabulary has their definition "
-                "(min/max, chunk gaps, per-user rates, goodput without its SLOs)",
+                "(min/max, peaks per whole second, chunk gaps, per-user rates, goodput "
+                "without its SLOs)",
             }
         )
     for key, x in sorted(run.aggregates.items()):
@@ -114,7 +129,20 @@ def _claims_of(
         elif key in _THROUGHPUT:
             statistic, unit = _THROUGHPUT[key]
             row |= {"statistic": statistic, "params": dict(base), "unit": unit}
-            row["value"] = _decimal_text(x, decimals)
+            d = _stable_decimals(x, decimals, run.meta.get("duration_rel_uncertainty"))
+            if d is None:
+                not_claimed.append(
+                    {
+                        "what": f"{names.get(key, key)} = {x!r} at {run.arm} {run.load_point} "
+                        f"(in {written_in})",
+                        "note": "the duration it divides by is recorded only to "
+                        f"{run.meta.get('duration_rel_uncertainty')!r} (relative), and the "
+                        "figure lies so close to a rounding tie that even a whole-number "
+                        "claim could not be checked",
+                    }
+                )
+                continue
+            row["value"] = _decimal_text(x, d)
         elif key in _COUNTS:
             if x != int(x):
                 continue
