@@ -220,12 +220,6 @@ _GATE_MIN = 4096
 _SCAN_VECTOR_MIN = 64
 
 
-def _re2_matches(pattern: str, text: str) -> bool:
-    """Whether the RE2 ``pattern`` matches anywhere in ``text`` (case-insensitive)."""
-    arr = pa.array([text], pa.large_string())
-    return bool(pc.match_substring_regex(arr, pattern, ignore_case=True)[0].as_py())
-
-
 # --- secret names ------------------------------------------------------------------------------
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _SECRET_NAME = re.compile(
@@ -454,10 +448,19 @@ class Sanitizer:
         # Every replacement is ASCII, so an ASCII text stays ASCII from step to step and
         # each gate is searched in exactly the text its rule would see.
         gated = len(text) >= _GATE_MIN and text.isascii()
+        arr: pa.Array[Any] | None = None  # s as Arrow, built again only after s changed
         for rule, step in self._steps.items():
-            if gated and not _re2_matches(self._gates[rule], s):
-                continue
-            s = step(s, hits, assign)
+            if gated:
+                if arr is None:
+                    arr = pa.array([s], pa.large_string())
+                if not pc.match_substring_regex(arr, self._gates[rule], ignore_case=True)[
+                    0
+                ].as_py():
+                    continue
+            new = step(s, hits, assign)
+            if new is not s:
+                arr = None
+            s = new
         return s, tuple(hits)
 
     def apply_rule(self, rule: str, text: str) -> str:

@@ -45,6 +45,7 @@ AIPerf divides its throughputs by and records only as ``end_time - start_time``
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 from pathlib import Path
@@ -408,8 +409,6 @@ _THROUGHPUT_TAGS = ("request_throughput", "output_token_throughput", "total_toke
 def _phase_window(doc: dict[str, Any], where: str) -> float | str:
     """Seconds from ``start_time`` to ``end_time`` (AIPerf 0.13's profiling-phase window,
     which its throughputs divide by), or why it cannot be read."""
-    import datetime as dt
-
     ends: list[dt.datetime] = []
     for k in ("start_time", "end_time"):
         v = doc.get(k)
