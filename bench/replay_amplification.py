@@ -71,7 +71,9 @@ def main() -> None:
     builders = HOSTILE
     with tempfile.TemporaryDirectory() as d:
         pub = Path(d) / "k.pub"
-        pub.write_bytes(key.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo))
+        pub.write_bytes(
+            key.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
+        )
         for case in args.cases:
             n = max(2, int(counts[case] * args.scale))
             bundle = builders[case](Path(d) / f"{case}.bundle", key, n)

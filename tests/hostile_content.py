@@ -33,7 +33,15 @@ from bundler.seal import parquet_bytes, seal_campaign
 from bundler.tables import arrow_schema
 from tests.campaign_builder import BASELINE_COMMIT, CANDIDATE_COMMIT, write_campaign
 
-__all__ = ["HOSTILE", "hostile_bundle", "many_arms", "many_claims", "many_gates", "many_receipts", "table_bytes"]
+__all__ = [
+    "HOSTILE",
+    "hostile_bundle",
+    "many_arms",
+    "many_claims",
+    "many_gates",
+    "many_receipts",
+    "table_bytes",
+]
 
 _T0_NS = 1_772_359_200_000_000_000  # 2026-03-01T10:00:00Z
 
@@ -174,7 +182,7 @@ def many_receipts(out: Path, key: Ed25519PrivateKey, rows: int = 1_000_000) -> P
     return hostile_bundle(out, key, {"tables/receipts.parquet": receipts})
 
 
-HOSTILE: dict[str, Callable[[Path, Ed25519PrivateKey], Path]] = {
+HOSTILE: dict[str, Callable[[Path, Ed25519PrivateKey, int], Path]] = {
     "arms": many_arms,
     "claims": many_claims,
     "gates": many_gates,
