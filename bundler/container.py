@@ -38,6 +38,7 @@ from bundler.errors import BundleFormatError, Problem, UsageError
 
 __all__ = [
     "ZSTD_LEVEL",
+    "ContentLimits",
     "Limits",
     "Member",
     "read_container",
@@ -73,6 +74,28 @@ class Limits:
     # Checked by bundler.verify before parsing what it must parse:
     max_json_cost: int = 256 << 20  # estimated memory to parse manifest, envelope or statement
     max_parquet_footer_bytes: int = 8 << 20  # a table's Parquet footer (metadata)
+
+
+@dataclass(frozen=True)
+class ContentLimits:
+    """Bounds on what a verified bundle may *hold* before replay derives anything from it.
+
+    :class:`Limits` bounds reading the archive; these bound the content, whose cost
+    in replay grows with it (a signature says who sealed a bundle, not that its
+    content is sane). Replay refuses a bundle over any of them up front, located
+    (``replay.content_limits``). Each is far above an honest campaign and chosen so
+    that replay of a bundle at every limit stays under 1 GiB of peak memory; the
+    measured cost per row is in ``specs/bundle-format.md``.
+    """
+
+    max_table_rows: int = 2_000_000  # rows of any one table (Parquet footer)
+    max_arms: int = 1_000  # arms in campaign.json, and distinct arms in receipts
+    max_servers: int = 100_000  # distinct servers in receipts
+    max_arm_pairs: int = 10_000  # baseline x candidate pairs of campaign.json's arms
+    max_claims: int = 100_000  # rows of tables/claims.parquet
+    max_gates: int = 10_000  # rows of tables/gates.parquet
+    max_metric_entries: int = 2_000_000  # entries of every comparisons.metrics map together
+    max_gate_checks: int = 1_000_000  # gate x recorded-metric evaluations
 
 
 class _Spill:

@@ -33,6 +33,7 @@ from replay.attempts import Window, check_attempts, windows
 from replay.attempts import accepted_attempt as find_accepted
 from replay.claims import ClaimsResult, check_claims, contradict_by_media
 from replay.conformance import check_conformance
+from replay.content_limits import check_content_limits
 from replay.inputs import CODED_COLUMNS, RECEIPT_COLUMNS, ReplayInputs
 from replay.result import Integrity, ReplayResult
 from replay.serving_inputs import load_serving
@@ -86,13 +87,15 @@ def inputs_from_bundle(bundle: VerifiedBundle | OpenedBundle) -> ReplayInputs:
     Raises:
         BundleFormatError: a document is not a JSON object, or the plan the campaign
             names is a table or absent (possible only in a bundle sealed by another tool,
-            accepted unsigned).
+            accepted unsigned); or the content is over replay's limits
+            (:func:`replay.content_limits.check_content_limits`).
     """
     document = bundle.document if isinstance(bundle, VerifiedBundle) else _opened_document(bundle)
     campaign = document("campaign.json") or {}
     plan_path = campaign.get("plan")
     plan = document(plan_path) if isinstance(plan_path, str) else None
     opened = bundle.opened if isinstance(bundle, VerifiedBundle) else bundle
+    check_content_limits(opened.members, campaign, bundle=str(opened.report.path))
     tables = {name: _table(opened, name) for name in TABLE_NAMES}
     return ReplayInputs(
         campaign=campaign,
@@ -197,10 +200,17 @@ def replay(
     compare it (a rerun) with the sealed bundle it reran. One result, one verdict.
 
     Raises:
+        UsageError: ``against`` is not the sealed bundle that ``bundle`` is a rerun of
+            (:func:`replay.rerun.compare.check_rerun_pair`).
         CouldNotRunError: the tables have no single accepted attempt.
         BundleFormatError: a document of an unsigned bundle is malformed.
         replay.media.DeviceError: ``media.device`` is not available.
     """
+    if against is not None:
+        # Before any work: a pair that is not a rerun of the sealed bundle is refused.
+        from replay.rerun.compare import check_rerun_pair
+
+        check_rerun_pair(bundle, against)
     result = replay_inputs(
         inputs_from_bundle(bundle), integrity_of(bundle), bundle=str(bundle.path)
     )

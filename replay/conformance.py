@@ -128,12 +128,11 @@ def _counts(inputs: ReplayInputs, att: BoolArray, window: Window) -> _Counts:
 def _server_arms(inputs: ReplayInputs, att: BoolArray) -> tuple[dict[int, str], list[Deviation]]:
     r = inputs.receipts
     narm = max(len(r.arm.values), 1)
-    pairs = np.bincount(
-        r.server.codes[att] * narm + r.arm.codes[att], minlength=len(r.server.values) * narm
-    )
+    # The (server, arm) pairs that occur, sorted: never a servers x arms grid (issue 19).
+    pairs = np.unique(r.server.codes[att] * narm + r.arm.codes[att])
     arms: dict[int, str] = {}
     out = []
-    for key in np.flatnonzero(pairs).tolist():
+    for key in pairs.tolist():
         s, a = divmod(key, narm)
         if s in arms:
             out.append(

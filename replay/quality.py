@@ -18,6 +18,7 @@ recorded value.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -162,11 +163,17 @@ class _Recorded:
     keys: tuple[str, ...]
     values: FloatArray
 
+    @functools.cached_property
+    def by_key(self) -> dict[str, IntArray]:
+        """Entries per metric name, grouped by one stable sort (not one scan per metric)."""
+        order = np.argsort(self.key_codes, kind="stable")
+        bounds = np.searchsorted(self.key_codes[order], np.arange(len(self.keys) + 1))
+        return {name: order[bounds[k] : bounds[k + 1]] for k, name in enumerate(self.keys)}
+
     def of(self, metric: str) -> list[int]:
         """Entries recording ``metric``."""
-        if metric not in self.keys:
-            return []
-        return [int(i) for i in np.flatnonzero(self.key_codes == self.keys.index(metric))]
+        got = self.by_key.get(metric)
+        return [] if got is None else [int(i) for i in got]
 
 
 def _check_gate(g: Gate, rec: _Recorded, attested: bool) -> list[GateCheck]:
@@ -209,8 +216,14 @@ def _metric_summaries(
 ) -> list[MetricSummary]:
     metrics = []
     gated = {g.metric for g in gates}
-    for k, name in enumerate(rec.keys):
-        vals = rec.values[rec.key_codes == k]
+    needs_scorer = {g.metric for g in gates if g.needs_scorer}
+    checks_of: dict[str, list[GateCheck]] = {}
+    for c in checks:
+        checks_of.setdefault(c.metric, []).append(c)
+    for name, entries in rec.by_key.items():
+        vals = rec.values[entries]
+        if not vals.size:
+            continue
         metrics.append(
             MetricSummary(
                 metric=name,
@@ -218,8 +231,8 @@ def _metric_summaries(
                 min_value=fraction_of(float(vals.min())),
                 max_value=fraction_of(float(vals.max())),
                 gated=name in gated,
-                needs_scorer=any(g.needs_scorer for g in gates if g.metric == name),
-                closest=_closest([c for c in checks if c.metric == name]),
+                needs_scorer=name in needs_scorer,
+                closest=_closest(checks_of.get(name, [])),
             )
         )
     return sorted(metrics, key=lambda m: m.metric)

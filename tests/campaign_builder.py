@@ -116,3 +116,25 @@ def write_campaign(root: Path, **overrides: Any) -> Path:
         else:
             path.write_text(json.dumps(content, indent=1), encoding="utf-8")
     return root
+
+
+def mark_rerun_of(campaign: dict[str, Any], sealed: Path) -> dict[str, Any]:
+    """Make ``campaign`` (a campaign.json document) a rerun of the bundle file ``sealed``.
+
+    The fields ``bundle rerun`` writes (``replay/rerun/writer.py``): kind ``rerun`` and
+    ``rerun_of.bundle_sha256``, the SHA-256 of the sealed bundle file's bytes.
+    """
+    import hashlib
+
+    campaign["kind"] = "rerun"
+    campaign["rerun_of"] = {
+        "campaign_id": json.loads(_member_text(sealed, "campaign.json")).get("id"),
+        "bundle_sha256": hashlib.sha256(sealed.read_bytes()).hexdigest(),
+    }
+    return campaign
+
+
+def _member_text(bundle: Path, name: str) -> str:
+    from bundler.container import read_container
+
+    return next(m.data for m in read_container(bundle) if m.name == name).decode("utf-8")

@@ -24,6 +24,7 @@ from bundler.lint_text import find_closing_references
 from bundler.seal import seal_campaign
 from reprobundle.cli.replay_cmd import replay_command
 from reprobundle.cli.report_cmd import report_command
+from tests.campaign_builder import mark_rerun_of
 from tests.conftest import make_keys
 from tests.replay_factory import Files, Server, Spec, build, latency_claims, seed_like
 
@@ -115,13 +116,15 @@ def _case(name: str, keyed: tuple[Ed25519PrivateKey, Path, Path]) -> Case:
     if name in _BUILDERS:
         make, outcome, code = _BUILDERS[name]
         return Case(make().seal(tmp, priv, name), pub, (), outcome, code)
-    if name == "against-reproduced":
-        sealed = build(seed_like()).seal(tmp, priv, "sealed")
-        return Case(sealed, pub, ("--against", str(sealed)), "CONFIRMED", 0)
-    if name == "against-not-reproduced":
-        sealed = build(seed_like()).seal(tmp, priv, "sealed2")
-        rerun = build(_slower_candidate()).seal(tmp, priv, "rerun")
-        return Case(rerun, pub, ("--against", str(sealed)), "CONTRADICTED", 4)
+    if name in ("against-reproduced", "against-not-reproduced"):
+        # An honest pair: a rerun campaign naming the sealed bundle's SHA-256 (issue 19).
+        sealed = build(seed_like()).seal(tmp, priv, f"sealed-{name}")
+        reproduced = name == "against-reproduced"
+        files = build(seed_like() if reproduced else _slower_candidate())
+        mark_rerun_of(files.campaign, sealed)
+        rerun = files.seal(tmp, priv, f"rerun-{name}")
+        outcome, code = ("CONFIRMED", 0) if reproduced else ("CONTRADICTED", 4)
+        return Case(rerun, pub, ("--against", str(sealed)), outcome, code)
     if name == "media-fail":
         pytest.importorskip("av", reason="media replay needs PyAV")
         out = tmp / "mini.bundle"

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from bundler.seal import seal_campaign
 from reprobundle.cli.replay_cmd import replay_command
-from tests.campaign_builder import SERVER_VALUES, receipts, write_campaign
+from tests.campaign_builder import SERVER_VALUES, mark_rerun_of, receipts, write_campaign
 from tests.conftest import Keys
 
 
@@ -37,8 +37,7 @@ def _pair(tmp_path: Path, keys: Keys, candidate_scale: float, lower: str) -> tup
         tmp_path / "rerun",
         **{"receipts.jsonl": _rerun_receipts(candidate_scale), "claims.json": [claim]},
     )
-    doc = json.loads((camp / "campaign.json").read_text())
-    doc["kind"] = "rerun"
+    doc = mark_rerun_of(json.loads((camp / "campaign.json").read_text()), sealed)
     (camp / "campaign.json").write_text(json.dumps(doc))
     rerun = tmp_path / "rerun.bundle"
     seal_campaign(camp, rerun, keys=[keys.private])
@@ -102,3 +101,86 @@ def test_rerun_without_claims_is_judged_by_the_comparison(tmp_path: Path, keys: 
     seal_campaign(camp, slow, keys=[keys.private])
     res = CliRunner().invoke(replay_command, [str(slow), "--against", str(sealed), *key])
     assert (json.loads(res.output)["outcome"], res.exit_code) == ("CONTRADICTED", 4)
+
+
+# --- issue 19, defect 6: --against accepts only a rerun of the sealed bundle ------------------
+
+
+def _refused(res: Any, field: str | None, where: str) -> None:
+    """Exit 2, the problem located, and no word of a hardware rerun."""
+    assert res.exit_code == 2, res.output
+    doc = json.loads(res.stdout)
+    assert doc["ok"] is False and doc["exit_code"] == 2
+    (problem,) = doc["problems"]
+    assert (problem["field"], problem["where"]) == (field, where), problem
+    assert "reproduced" not in res.output and "re-run on hardware" not in res.output
+
+
+def test_same_bundle_twice_is_refused(tmp_path: Path, keys: Keys) -> None:
+    _, sealed = _pair(tmp_path, keys, 1.0, "60.00")
+    key = ["--key", str(keys.public_path), "--json"]
+    res = CliRunner().invoke(replay_command, [str(sealed), "--against", str(sealed), *key])
+    _refused(res, None, str(sealed))
+    # The same bytes under another name are the same bundle too.
+    copy = tmp_path / "copy.bundle"
+    copy.write_bytes(sealed.read_bytes())
+    res = CliRunner().invoke(replay_command, [str(copy), "--against", str(sealed), *key])
+    _refused(res, None, str(sealed))
+
+
+def test_a_bundle_that_is_not_a_rerun_is_refused(tmp_path: Path, keys: Keys) -> None:
+    _, sealed = _pair(tmp_path, keys, 1.0, "60.00")
+    other = tmp_path / "other.bundle"  # kind "campaign": another sealed campaign, not a rerun
+    seal_campaign(
+        write_campaign(tmp_path / "o", **{"receipts.jsonl": _rerun_receipts(0.9)}),
+        other,
+        keys=[keys.private],
+    )
+    key = ["--key", str(keys.public_path), "--json"]
+    res = CliRunner().invoke(replay_command, [str(other), "--against", str(sealed), *key])
+    _refused(res, "kind", f"{other}: campaign.json")
+
+
+def test_a_rerun_of_another_bundle_is_refused(tmp_path: Path, keys: Keys) -> None:
+    rerun, sealed = _pair(tmp_path, keys, 1.0, "60.00")
+    # A second, different sealed bundle: the rerun names the first one's SHA-256.
+    sealed2 = tmp_path / "sealed2.bundle"
+    seal_campaign(
+        write_campaign(tmp_path / "orig2", **{"claims.json": []}), sealed2, keys=[keys.private]
+    )
+    key = ["--key", str(keys.public_path), "--json"]
+    res = CliRunner().invoke(replay_command, [str(rerun), "--against", str(sealed2), *key])
+    _refused(res, "rerun_of.bundle_sha256", f"{rerun}: campaign.json")
+    # A rerun campaign that names no sealed bundle at all.
+    camp = write_campaign(tmp_path / "bare-rerun", **{"receipts.jsonl": _rerun_receipts(1.0)})
+    doc = json.loads((camp / "campaign.json").read_text())
+    doc["kind"] = "rerun"
+    (camp / "campaign.json").write_text(json.dumps(doc))
+    bare = tmp_path / "bare-rerun.bundle"
+    seal_campaign(camp, bare, keys=[keys.private])
+    res = CliRunner().invoke(replay_command, [str(bare), "--against", str(sealed), *key])
+    _refused(res, "rerun_of.bundle_sha256", f"{bare}: campaign.json")
+
+
+def test_report_against_goes_through_the_same_check(tmp_path: Path, keys: Keys) -> None:
+    from reprobundle.cli.report_cmd import report_command
+
+    _, sealed = _pair(tmp_path, keys, 1.0, "60.00")
+    out = tmp_path / "r.md"
+    res = CliRunner().invoke(
+        report_command,
+        [
+            str(sealed),
+            "-o",
+            str(out),
+            "--format",
+            "md",
+            "--against",
+            str(sealed),
+            "--key",
+            str(keys.public_path),
+            "--json",
+        ],
+    )
+    _refused(res, None, str(sealed))
+    assert not out.exists()

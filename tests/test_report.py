@@ -26,6 +26,7 @@ from bundler.lint_text import find_closing_references
 from bundler.seal import seal_campaign
 from replay.html.render import render_bundle
 from reprobundle.cli.report_cmd import report_command
+from tests.campaign_builder import mark_rerun_of
 from tests.conftest import Keys, make_keys
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -709,11 +710,17 @@ def test_media_section_and_verdict_come_from_the_one_replay(tmp_path: Path) -> N
 
 def test_rerun_section_from_against(seed: Sealed, tmp_path: Path) -> None:
     out = tmp_path / "r.html"
-    # The seed compared with itself: the same speedup, so the effect is reproduced.
+    # A rerun with the seed's own receipts (kind rerun, naming the seed bundle's
+    # SHA-256): the same speedup, so the effect is reproduced.
+    camp = Path(shutil.copytree(SEED, tmp_path / "rerun"))
+    doc = mark_rerun_of(json.loads((camp / "campaign.json").read_text("utf-8")), seed.path)
+    (camp / "campaign.json").write_text(json.dumps(doc), "utf-8")
+    rerun = tmp_path / "rerun.bundle"
+    seal_campaign(camp, rerun, keys=[seed.keys.private])
     res = CliRunner().invoke(
         report_command,
         [
-            str(seed.path),
+            str(rerun),
             "-o",
             str(out),
             "--key",

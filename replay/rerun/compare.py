@@ -30,6 +30,7 @@ them into the one replay verdict (:func:`replay.api.replay`);
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import io
 import math
 from collections.abc import Mapping, Sequence
@@ -39,7 +40,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from bundler.errors import CouldNotRunError
+from bundler.errors import CouldNotRunError, Problem, UsageError
 from bundler.verified import VerifiedBundle
 from replay._arrow import equals, filter_table, rows
 from replay.api import inputs_from_bundle
@@ -55,6 +56,7 @@ __all__ = [
     "Effect",
     "RerunComparison",
     "Side",
+    "check_rerun_pair",
     "compare_bundles",
     "format_comparison",
 ]
@@ -433,6 +435,61 @@ def _limits(sealed: Side) -> tuple[str, ...]:
             "are intact as sealed, but anyone could have sealed them."
         )
     return tuple(out)
+
+
+def _file_sha256(bundle: VerifiedBundle) -> str:
+    """SHA-256 of the bundle file's bytes, streamed (as ``bundle rerun`` records it)."""
+    h = hashlib.sha256()
+    with bundle.path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def check_rerun_pair(rerun: VerifiedBundle, sealed: VerifiedBundle) -> None:
+    """Refuse a pair that is not a rerun and the sealed bundle it reran.
+
+    ``bundle replay --against`` and ``bundle report --against`` both come here (through
+    :func:`replay.api.replay`): only then may a result say that the plan was re-run on
+    hardware. The rerun's ``campaign.json`` must say ``"kind": "rerun"`` and name the
+    sealed bundle's file SHA-256 in ``rerun_of.bundle_sha256``, exactly as
+    ``bundle rerun`` writes them (``replay/rerun/writer.py``), and the two must be two
+    bundles (neither the same path nor the same bytes).
+
+    Raises:
+        UsageError: the pair is not a rerun of the sealed bundle; one Problem naming the
+            rerun bundle (or the sealed one) and the field.
+    """
+    where = f"{rerun.path}: campaign.json"
+    doc = rerun.document("campaign.json") or {}
+    of = doc.get("rerun_of")
+    want = _file_sha256(sealed)
+    got = of.get("bundle_sha256") if isinstance(of, Mapping) else None
+    problem: Problem | None = None
+    if rerun.path.resolve() == sealed.path.resolve() or _file_sha256(rerun) == want:
+        problem = Problem(
+            str(sealed.path), None, None, f"is the same bundle as {rerun.path}: not a rerun of it"
+        )
+    elif doc.get("kind") != "rerun":
+        problem = Problem(
+            where, None, "kind", f"is {doc.get('kind')!r}, not 'rerun': not a rerun bundle"
+        )
+    elif not isinstance(of, Mapping) or not isinstance(got, str):
+        problem = Problem(
+            where, None, "rerun_of.bundle_sha256", "absent: the rerun names no sealed bundle"
+        )
+    elif got.lower() != want:
+        problem = Problem(
+            where,
+            None,
+            "rerun_of.bundle_sha256",
+            f"names {got!r}, but {sealed.path} has SHA-256 {want}: a rerun of another bundle",
+        )
+    if problem is not None:
+        raise UsageError(
+            f"--against: {rerun.path} is not a rerun of {sealed.path}; nothing compared",
+            [problem],
+        )
 
 
 def compare_bundles(
