@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -51,10 +50,10 @@ def refused(proc: subprocess.CompletedProcess[str], path: Path, why: str) -> Non
 
 
 @pytest.fixture
-def fifo(tmp_path: Path) -> Iterator[Path]:
+def fifo(tmp_path: Path) -> Path:
     p = tmp_path / "pipe"
     os.mkfifo(p)
-    yield p
+    return p
 
 
 def sparse(path: Path, size: int) -> Path:
