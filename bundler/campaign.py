@@ -74,6 +74,9 @@ class Campaign:
     columns: dict[str, ColumnTable] = field(default_factory=dict)
     """Tables read column-wise (``load_campaign(columnar=True)``); their ``tables`` entry is
     empty."""
+    walked: dict[str, FileIdentity] = field(default_factory=dict)
+    """Every regular file the walk found, with its identity: a later reader (seal hashing
+    external artifacts kept in the campaign folder) must open these files and no others."""
 
     def label(self, row: dict[str, Any]) -> str:
         """Where ``row`` came from in its file (``line N`` or ``#N``)."""
@@ -438,7 +441,7 @@ def _load(tree: ConfinedTree, columnar: bool) -> tuple[Campaign, list[Problem]]:
     doc = _read_walked_json(tree, "campaign.json", problems) if ("campaign.json" in rels) else None
     if "campaign.json" not in rels:
         problems.append(Problem("campaign.json", None, None, "missing: every campaign needs one"))
-    camp = Campaign(root, doc if isinstance(doc, dict) else {})
+    camp = Campaign(root, doc if isinstance(doc, dict) else {}, walked=dict(tree.files))
     if doc is not None:
         problems += [
             Problem("campaign.json", None, f, m) for f, m in document_errors("campaign", doc)

@@ -145,3 +145,36 @@ def test_confined_tree_reads_the_walked_files_and_refuses_others(tmp_path: Path)
         os.mkfifo(root / "d" / "f")  # a FIFO in its place: refused without blocking
         with pytest.raises(ChangedFileError, match="no longer a regular file"):
             tree.read("d/f")
+
+
+def test_an_external_artifact_in_the_campaign_swapped_for_a_link_is_not_hashed(
+    tmp_path: Path, keys: Keys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The artifact is not carried, but its digest is signed as "hashed at seal":
+    # hashing the outside file would attest content the campaign never held.
+    row = {"path": "media/a.mp4", "kind": "media", "availability": "with the author"}
+    camp = write_campaign(
+        tmp_path / "c",
+        **{"media/a.mp4": b"honest media", "artifacts.jsonl": [row]},
+    )
+    outside = tmp_path / "outside.mp4"
+    outside.write_bytes(f"{MARK} media".encode())
+    _swap_after_walk(monkeypatch, _link_in(outside, camp / "media" / "a.mp4"))
+    out = tmp_path / "out.bundle"
+    with pytest.raises(CampaignError) as err:
+        seal_campaign(camp, out, keys=[keys.private])
+    named = [p for p in err.value.problems if p.where == "artifacts.jsonl" and p.field == "path"]
+    assert named and "symbolic link" in named[0].message, err.value.problems
+    assert not out.exists()
+
+
+def test_an_external_artifact_in_the_campaign_is_still_hashed(tmp_path: Path, keys: Keys) -> None:
+    row = {"path": "media/a.mp4", "kind": "media", "availability": "with the author"}
+    camp = write_campaign(
+        tmp_path / "c", **{"media/a.mp4": b"honest media", "artifacts.jsonl": [row]}
+    )
+    res = seal_campaign(camp, tmp_path / "out.bundle", keys=[keys.private])
+    # printf 'honest media' | sha256sum
+    want = "d5a33400b20fee02980de263ac0215e9785f4a70f33b1691138e8fe48f670303"
+    assert res.external[0]["sha256"] == want
+    assert res.external[0]["hashed_at_seal"] is True
