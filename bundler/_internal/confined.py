@@ -57,6 +57,14 @@ class FileIdentity:
         return cls(st.st_dev, st.st_ino)
 
 
+def _lstat(name: str, dir_fd: int) -> os.stat_result | None:
+    """``lstat`` of ``name`` in ``dir_fd``; None if it vanished since it was listed."""
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
 class ChangedFileError(Exception):
     """A walked file is no longer the file walked: replaced, or reached through a link."""
 
@@ -103,12 +111,9 @@ class ConfinedTree:
             ".", dir_fd=self._fd, follow_symlinks=False
         ):
             rel_dir = "" if dirpath == "." else PurePosixPath(dirpath).as_posix()
-            linked = {
-                d
-                for d in dirnames
-                if stat.S_ISLNK(os.stat(d, dir_fd=dirfd, follow_symlinks=False).st_mode)
-            }
-            entries = [(f, os.stat(f, dir_fd=dirfd, follow_symlinks=False)) for f in filenames]
+            dir_stats = {d: _lstat(d, dirfd) for d in dirnames}
+            linked = {d for d, st in dir_stats.items() if st and stat.S_ISLNK(st.st_mode)}
+            entries = [(f, st) for f in filenames if (st := _lstat(f, dirfd)) is not None]
             yield rel_dir, dirnames, linked, entries
 
     def _open_dir(self, rel_dir: str) -> int:
