@@ -9,8 +9,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import re
+import stat
 from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -21,12 +21,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from bundler._internal.confined import ChangedFileError, ConfinedTree, FileIdentity
 from bundler._internal.schemas import document_errors
 from bundler._internal.textsafe import has_unsafe, safe, unsafe_chars
 from bundler._internal.timefmt import RFC3339
+from bundler._internal.userfile import open_user_file
 from bundler.columnar import ColumnTable, read_columnar
 from bundler.container import member_name_problem
-from bundler.errors import Problem
+from bundler.errors import Problem, UsageError
 from bundler.plan_check import is_serving_plan
 from bundler.tables import (
     TABLE_NAMES,
@@ -72,6 +74,9 @@ class Campaign:
     columns: dict[str, ColumnTable] = field(default_factory=dict)
     """Tables read column-wise (``load_campaign(columnar=True)``); their ``tables`` entry is
     empty."""
+    walked: dict[str, FileIdentity] = field(default_factory=dict)
+    """Every regular file the walk found, with its identity: a later reader (seal hashing
+    external artifacts kept in the campaign folder) must open these files and no others."""
 
     def label(self, row: dict[str, Any]) -> str:
         """Where ``row`` came from in its file (``line N`` or ``#N``)."""
@@ -176,19 +181,65 @@ def _loads(text: str, limit: int = MAX_JSON_DEPTH) -> Any:
     return value
 
 
+def _text(data: bytes) -> str:
+    """``data`` decoded as ``Path.read_text(encoding="utf-8")`` decodes a file.
+
+    Universal newlines included (``\r\n`` and ``\r`` become ``\n``): sealed bytes
+    and error positions stay what they were when files were read by path.
+    """
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8").read()
+
+
 def read_json(path: Path, rel: str, problems: list[Problem]) -> Any:
-    """Parse the JSON file ``path``; on failure add a problem located at ``rel`` and return None."""
+    """Parse the JSON file ``path``; on failure add a problem located at ``rel`` and return None.
+
+    ``path`` must be a regular file (a FIFO or device is a problem, never waited on).
+    """
     try:
-        return _loads(path.read_text(encoding="utf-8"))
+        with open_user_file(path, what="file") as fh:
+            data = fh.read()
+    except UsageError as exc:
+        problems.append(Problem(rel, None, None, exc.message.removeprefix(f"{path}: ")))
+        return None
+    except OSError as exc:
+        problems.append(Problem(rel, None, None, f"cannot read: {exc.strerror or exc}"))
+        return None
+    return _json_bytes(data, rel, problems)
+
+
+def _json_bytes(data: bytes, rel: str, problems: list[Problem]) -> Any:
+    """Parse the bytes of the JSON file ``rel``; on failure add a problem and return None."""
+    try:
+        return _loads(_text(data))
     except UnicodeDecodeError as exc:
         problems.append(Problem(rel, None, None, f"not UTF-8 text ({exc.reason})"))
     except JsonRefusedError as exc:
         problems.append(Problem(rel, None, None, str(exc)))
     except ValueError as exc:
         problems.append(Problem(rel, None, None, f"not valid JSON: {exc}"))
+    return None
+
+
+def _read_walked(tree: ConfinedTree, rel: str, problems: list[Problem]) -> bytes | None:
+    """The bytes of walked file ``rel``; None, with a problem, when it changed since the walk.
+
+    Other ``OSError`` propagate: the caller decides whether they are campaign problems.
+    """
+    try:
+        return tree.read(rel)
+    except ChangedFileError as exc:
+        problems.append(Problem(rel, None, None, str(exc)))
+        return None
+
+
+def _read_walked_json(tree: ConfinedTree, rel: str, problems: list[Problem]) -> Any:
+    """Parse walked JSON file ``rel``; None, with a problem, when it cannot be read or parsed."""
+    try:
+        data = _read_walked(tree, rel, problems)
     except OSError as exc:
         problems.append(Problem(rel, None, None, f"cannot read: {exc.strerror or exc}"))
-    return None
+        return None
+    return None if data is None else _json_bytes(data, rel, problems)
 
 
 def _coerce_csv(value: str, prop: dict[str, Any]) -> Any:
@@ -288,11 +339,12 @@ def _csv_rows(
 
 
 def _read_table_rows(
-    path: Path, rel: str, name: str, problems: list[Problem]
+    data: bytes, rel: str, name: str, problems: list[Problem]
 ) -> list[tuple[str, dict[str, Any]]]:
-    """(record label, row) pairs of one table file, in file order."""
-    if path.suffix == ".json":
-        doc = read_json(path, rel, problems)
+    """(record label, row) pairs of the table file ``rel`` (its bytes), in file order."""
+    suffix = PurePosixPath(rel).suffix
+    if suffix == ".json":
+        doc = _json_bytes(data, rel, problems)
         if doc is None:
             return []
         if not isinstance(doc, list) or not all(isinstance(r, dict) for r in doc):
@@ -300,11 +352,11 @@ def _read_table_rows(
             return []
         return [(f"#{i}", r) for i, r in enumerate(doc)]
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = _text(data)
+    except UnicodeDecodeError as exc:
         problems.append(Problem(rel, None, None, f"cannot read as UTF-8 text: {exc}"))
         return []
-    if path.suffix == ".jsonl":
+    if suffix == ".jsonl":
         return _jsonl_rows(text, rel, problems)
     return _csv_rows(text, rel, name, problems)
 
@@ -328,32 +380,33 @@ def name_problem(rel: str) -> str | None:
     return None
 
 
-def _walk(root: Path, problems: list[Problem]) -> list[str]:
-    """Every regular file under ``root`` as a POSIX relative path, sorted; links refused.
+def _walk(tree: ConfinedTree, problems: list[Problem]) -> list[str]:
+    """Every regular file of ``tree`` as a POSIX relative path, sorted; links refused.
 
-    Names that are not UTF-8 or hold control characters are refused (a folder
-    once, not each file under it), named with those characters escaped.
+    Each file's identity is recorded in ``tree.files``, so that reading it later
+    refuses a file swapped in since. Names that are not UTF-8 or hold control
+    characters are refused (a folder once, not each file under it), named with
+    those characters escaped.
     """
     out: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    for rel_dir, dirnames, linked, entries in tree.walk():
         dirnames.sort()
         for d in list(dirnames):
-            full = Path(dirpath) / d
-            rel = full.relative_to(root).as_posix()
-            if full.is_symlink():
+            rel = f"{rel_dir}/{d}" if rel_dir else d
+            if d in linked:
                 problems.append(Problem(safe(rel), None, None, "symbolic links are not carried"))
                 dirnames.remove(d)
             elif (why := name_problem(rel)) is not None:
                 problems.append(Problem(safe(rel), None, None, f"folder {why}"))
                 dirnames.remove(d)
-        for f in sorted(filenames):
-            full = Path(dirpath) / f
-            rel = full.relative_to(root).as_posix()
+        for f, st in sorted(entries):
+            rel = f"{rel_dir}/{f}" if rel_dir else f
             if (why := name_problem(rel)) is not None:
                 problems.append(Problem(safe(rel), None, None, f"file {why}"))
-            elif full.is_symlink():
+            elif stat.S_ISLNK(st.st_mode):
                 problems.append(Problem(rel, None, None, "symbolic links are not carried"))
-            elif full.is_file():
+            elif stat.S_ISREG(st.st_mode):
+                tree.files[rel] = FileIdentity.of(st)
                 out.append(rel)
             else:
                 problems.append(Problem(rel, None, None, "not a regular file"))
@@ -368,18 +421,27 @@ def load_campaign(root: Path, *, columnar: bool = False) -> tuple[Campaign, list
     instead of row dicts; any other table, and any table with a problem, is
     read row by row.
     """
-    problems: list[Problem] = []
     if not root.is_dir():
         return Campaign(root, {}), [Problem(str(root), None, None, "not a directory")]
-    rels = _walk(root, problems)
-    doc = (
-        read_json(root / "campaign.json", "campaign.json", problems)
-        if ("campaign.json" in rels)
-        else None
-    )
+    try:
+        tree = ConfinedTree(root)
+    except OSError as exc:
+        return Campaign(root, {}), [
+            Problem(str(root), None, None, f"cannot read: {exc.strerror or exc}")
+        ]
+    with tree:
+        return _load(tree, columnar)
+
+
+def _load(tree: ConfinedTree, columnar: bool) -> tuple[Campaign, list[Problem]]:
+    """:func:`load_campaign` on the opened folder: every file read is a file walked."""
+    problems: list[Problem] = []
+    root = tree.root
+    rels = _walk(tree, problems)
+    doc = _read_walked_json(tree, "campaign.json", problems) if ("campaign.json" in rels) else None
     if "campaign.json" not in rels:
         problems.append(Problem("campaign.json", None, None, "missing: every campaign needs one"))
-    camp = Campaign(root, doc if isinstance(doc, dict) else {})
+    camp = Campaign(root, doc if isinstance(doc, dict) else {}, walked=dict(tree.files))
     if doc is not None:
         problems += [
             Problem("campaign.json", None, f, m) for f, m in document_errors("campaign", doc)
@@ -388,11 +450,11 @@ def load_campaign(root: Path, *, columnar: bool = False) -> tuple[Campaign, list
             problems.append(Problem("campaign.json", None, *bad))
 
     claimed = {"campaign.json"}
-    _load_tables(root, rels, camp, claimed, problems, columnar)
-    _load_plans(root, rels, camp, claimed, problems)
+    _load_tables(tree, rels, camp, claimed, problems, columnar)
+    _load_plans(tree, rels, camp, claimed, problems)
     if "scorer.json" in rels:
         claimed.add("scorer.json")
-        sc = read_json(root / "scorer.json", "scorer.json", problems)
+        sc = _read_walked_json(tree, "scorer.json", problems)
         if sc is not None:
             problems += [
                 Problem("scorer.json", None, f, m) for f, m in document_errors("scorer", sc)
@@ -407,7 +469,10 @@ def load_campaign(root: Path, *, columnar: bool = False) -> tuple[Campaign, list
         if (why := member_name_problem(rel)) is not None:
             problems.append(Problem(rel, None, None, f"file name cannot be carried: {why}"))
             continue
-        data = (root / rel).read_bytes()
+        # An OSError here is "could not run" (exit 3), as it always was for carried files.
+        data = _read_walked(tree, rel, problems)
+        if data is None:
+            continue
         if rel.startswith("logs/"):
             camp.logs[rel] = data
         else:
@@ -417,7 +482,7 @@ def load_campaign(root: Path, *, columnar: bool = False) -> tuple[Campaign, list
 
 
 def _load_tables(  # noqa: PLR0917
-    root: Path,
+    tree: ConfinedTree,
     rels: list[str],
     camp: Campaign,
     claimed: set[str],
@@ -435,12 +500,22 @@ def _load_tables(  # noqa: PLR0917
             continue
         rel = found[0]
         claimed.update(found)
-        if columnar and (ct := read_columnar(root / rel, name)) is not None:
+        try:
+            data = _read_walked(tree, rel, problems)
+        except OSError as exc:
+            why = f"cannot read: {exc.strerror or exc}"
+            problems.append(Problem(rel, None, None, why))
+            data = None
+        if data is None:
+            camp.tables[name] = []
+            continue
+        # One read serves both paths: the column-wise reader parses these bytes too.
+        if columnar and (ct := read_columnar(tree.root / rel, name, data=data)) is not None:
             camp.tables[name] = []
             camp.columns[name] = ct
             camp.table_files[name] = rel
             continue
-        pairs = _read_table_rows(root / rel, rel, name, problems)
+        pairs = _read_table_rows(data, rel, name, problems)
         labels = [label for label, _ in pairs]
         rows = [row for _, row in pairs]
         errs = check_rows(name, rows)
@@ -461,7 +536,7 @@ def _load_tables(  # noqa: PLR0917
 
 
 def _load_plans(
-    root: Path, rels: list[str], camp: Campaign, claimed: set[str], problems: list[Problem]
+    tree: ConfinedTree, rels: list[str], camp: Campaign, claimed: set[str], problems: list[Problem]
 ) -> None:
     for rel in rels:
         if not (rel.startswith("plans/") and rel.endswith(".json")):
@@ -470,9 +545,12 @@ def _load_plans(
         if (bad := member_name_problem(rel)) is not None:
             problems.append(Problem(rel, None, None, f"file name cannot be carried: {bad}"))
             continue
-        raw = (root / rel).read_bytes()
+        raw = _read_walked(tree, rel, problems)
+        if raw is None:
+            continue
         camp.plans[rel] = raw
-        doc = read_json(root / rel, rel, problems)
+        # The bytes carried are the bytes checked (the file was read by path twice before).
+        doc = _json_bytes(raw, rel, problems)
         if isinstance(doc, dict):
             problems += [Problem(rel, None, f, m) for f, m in document_errors("plan", doc)]
             camp.plan_docs[rel] = doc

@@ -334,21 +334,26 @@ def _read_csv(
     return None if checked is None or checked.num_rows == 0 else ColumnTable(checked, 2)
 
 
-def read_columnar(path: Path, name: str) -> ColumnTable | None:  # noqa: PLR0911
+def read_columnar(  # noqa: PLR0911
+    path: Path, name: str, *, data: bytes | None = None
+) -> ColumnTable | None:
     """Read and check table ``name`` from ``path`` column-wise, or None to go per-row.
 
-    ``None`` says nothing about validity: the per-row path then reads the file
-    again and reports each problem by file, line and field.
+    ``data``, when given, is the file's content, already read (``load_campaign``
+    reads each campaign file once, through checks a path cannot make); ``path``
+    then only gives the format by its suffix. ``None`` says nothing about
+    validity: the per-row path then reports each problem by file, line and field.
     """
     if name not in COLUMNAR_TABLES or path.suffix not in (".jsonl", ".csv"):
         return None
     plan = _plan(name)
     if plan is None:
         return None
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
+    if data is None:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
     if not _text_ok(data):
         return None
     try:

@@ -9,14 +9,18 @@ second process. Memory is one read buffer per thread, whatever the media size.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
-from collections.abc import Callable, Sequence
+import stat
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CHUNK_BYTES", "FileDigest", "default_jobs", "hash_file", "hash_files"]
+from bundler._internal.confined import ChangedFileError
+
+__all__ = ["CHUNK_BYTES", "FileDigest", "Opener", "default_jobs", "hash_file", "hash_files"]
 
 CHUNK_BYTES = 1 << 20
 
@@ -39,14 +43,40 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def hash_file(path: Path, progress: Callable[[int], None] | None = None) -> FileDigest:
-    """Hash one file in 1 MiB reads into a reused buffer."""
+Opener = Callable[[], int]
+"""Returns a descriptor open for reading on the file to hash, or raises with the reason."""
+
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | os.O_CLOEXEC
+
+
+def _open_regular(path: Path) -> int:
+    # Found as a regular file, it may be swapped for a FIFO before we open it: never wait.
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def hash_file(
+    path: Path, progress: Callable[[int], None] | None = None, opener: Opener | None = None
+) -> FileDigest:
+    """Hash one regular file in 1 MiB reads into a reused buffer.
+
+    ``opener`` (default: open ``path``, non-blocking, regular files only) gives
+    the descriptor to read; any exception it raises becomes the digest's ``error``.
+    """
     h = hashlib.sha256()
     buf = bytearray(CHUNK_BYTES)
     view = memoryview(buf)
     size = 0
     try:
-        with Path(path).open("rb", buffering=0) as fh:
+        fd = opener() if opener is not None else _open_regular(Path(path))
+        with os.fdopen(fd, "rb", buffering=0) as fh:
             while n := fh.readinto(buf):
                 h.update(view[:n])
                 size += n
@@ -54,6 +84,8 @@ def hash_file(path: Path, progress: Callable[[int], None] | None = None) -> File
                     progress(n)
     except OSError as exc:
         return FileDigest(path, None, None, exc.strerror or str(exc))
+    except ChangedFileError as exc:  # the file found is not the file there now
+        return FileDigest(path, None, None, str(exc))
     return FileDigest(path, h.hexdigest(), size)
 
 
@@ -61,8 +93,13 @@ def hash_files(
     paths: Sequence[Path],
     jobs: int | None = None,
     progress: Callable[[int], None] | None = None,
+    openers: Mapping[Path, Opener] | None = None,
 ) -> dict[Path, FileDigest]:
-    """Hash ``paths`` on ``jobs`` threads (default: one per core), largest first."""
+    """Hash ``paths`` on ``jobs`` threads (default: one per core), largest first.
+
+    ``openers`` gives, for some paths, how to open them (see :func:`hash_file`).
+    """
+    how = openers or {}
 
     def size_of(p: Path) -> int:
         try:
@@ -73,7 +110,7 @@ def hash_files(
     order = sorted(set(paths), key=lambda p: (-size_of(p), str(p)))
     n = jobs or default_jobs()
     if n == 1 or len(order) <= 1:
-        return {p: hash_file(p, progress) for p in order}
+        return {p: hash_file(p, progress, how.get(p)) for p in order}
     with ThreadPoolExecutor(max_workers=n, thread_name_prefix="sha256") as pool:
-        results = list(pool.map(lambda p: hash_file(p, progress), order))
+        results = list(pool.map(lambda p: hash_file(p, progress, how.get(p)), order))
     return {r.path: r for r in results}

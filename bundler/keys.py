@@ -21,6 +21,12 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from bundler._internal.atomic import atomic_write_bytes
+from bundler._internal.userfile import (
+    KEY_FILE_MAX_BYTES,
+    KEY_LIST_MAX_BYTES,
+    PASSPHRASE_MAX_BYTES,
+    read_user_file,
+)
 from bundler.errors import KeyFileError, UsageError
 from bundler.ssh_keys import (
     OPENSSH_PRIVATE_MARKER,
@@ -39,6 +45,7 @@ __all__ = [
     "load_public_keys",
     "load_trusted_keys",
     "parse_public_key",
+    "read_passphrase_file",
 ]
 
 
@@ -86,11 +93,24 @@ def generate_keypair(out: Path, passphrase: bytes | None = None, force: bool = F
     return KeyPair(out, pub_path, key_id(key.public_key()))
 
 
-def _read(path: Path) -> bytes:
+def _read(path: Path, what: str = "key file", max_bytes: int = KEY_FILE_MAX_BYTES) -> bytes:
     try:
-        return path.read_bytes()
+        return read_user_file(path, what=what, max_bytes=max_bytes, error=KeyFileError)
     except OSError as exc:
-        raise KeyFileError(f"{path}: cannot read key file: {exc.strerror or exc}") from exc
+        raise KeyFileError(f"{path}: cannot read {what}: {exc.strerror or exc}") from exc
+
+
+def read_passphrase_file(path: Path) -> bytes:
+    """The passphrase in ``--passphrase-file`` (trailing CR and LF dropped).
+
+    Raises:
+        KeyFileError: not a regular file, or larger than 64 KiB.
+        OSError: it cannot be read.
+    """
+    data = read_user_file(
+        path, what="passphrase file", max_bytes=PASSPHRASE_MAX_BYTES, error=KeyFileError
+    )
+    return data.rstrip(b"\r\n")
 
 
 def load_private_key(path: Path, passphrase: bytes | None = None) -> Ed25519PrivateKey:
@@ -123,7 +143,7 @@ def load_private_key(path: Path, passphrase: bytes | None = None) -> Ed25519Priv
 
 def load_public_key(path: Path) -> Ed25519PublicKey:
     """Load an Ed25519 public key: PEM (SubjectPublicKeyInfo) or one OpenSSH line."""
-    return parse_public_key(_read(path), str(path))
+    return parse_public_key(_read(path, "public key file", KEY_LIST_MAX_BYTES), str(path))
 
 
 class TrustedKeys(list[Ed25519PublicKey]):
@@ -154,7 +174,7 @@ def load_public_keys(path: Path) -> list[SignerEntry]:
     ``ssh-ed25519 AAAA… comment`` lines (a code host's ``USER.keys``); or an
     OpenSSH ``allowed_signers`` file (principals kept). See ``bundler.ssh_keys``.
     """
-    data = _read(path)
+    data = _read(path, "public key file", KEY_LIST_MAX_BYTES)
     if data.lstrip().startswith(b"-----BEGIN"):
         return [SignerEntry(parse_public_key(data, str(path)), (), str(path))]
     try:
@@ -190,9 +210,10 @@ def load_trusted_keys(paths: Sequence[Path] = (), trusted_file: Path | None = No
             keys.add(e.key, e.principals)
     if trusted_file is None:
         return keys
+    data = _read(trusted_file, "trusted keys file", KEY_LIST_MAX_BYTES)
     try:
-        lines = trusted_file.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
         raise KeyFileError(f"{trusted_file}: cannot read the trusted keys file ({exc})") from exc
     signer_lines = []
     before = len(keys)

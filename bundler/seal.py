@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -20,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from bundler import __version__
 from bundler._internal import jcs
 from bundler._internal.atomic import atomic_output
+from bundler._internal.confined import ConfinedTree
 from bundler.campaign import Campaign, load_campaign
 from bundler.columnar import ColumnTable, per_row_forced, to_bundle_table
 from bundler.container import write_container
@@ -111,23 +113,48 @@ class _Counter:
             self.cb(self.stage, self.done, self.total)
 
 
-def _locate(path: str, roots: Sequence[Path]) -> Path | None:
+def _locate(path: str, roots: Sequence[Path], camp: Campaign) -> Path | None:
     for root in roots:
         cand = root / path
         if cand.is_file():
             return cand
-    return None
+    # In the campaign folder, only a file the walk found (no link) is an artifact found.
+    return camp.root / path if path in camp.walked else None
+
+
+def _size(p: Path) -> int:
+    """For the progress total only: a file gone since it was found is reported by hashing."""
+    try:
+        return p.stat().st_size
+    except OSError:
+        return 0
 
 
 def _externals(
-    camp: Campaign, roots: Sequence[Path], jobs: int | None, progress: Progress | None
+    camp: Campaign,
+    artifact_dirs: Sequence[Path],
+    jobs: int | None,
+    progress: Progress | None,
 ) -> tuple[list[dict[str, Any]], list[Problem]]:
     rel = camp.table_files.get("artifacts", "artifacts")
     rows = camp.tables.get("artifacts", [])
-    found = {i: _locate(str(r["path"]), roots) for i, r in enumerate(rows) if "path" in r}
+    found = {
+        i: _locate(str(r["path"]), artifact_dirs, camp) for i, r in enumerate(rows) if "path" in r
+    }
     local = [p for p in found.values() if p is not None]
-    total = sum(p.stat().st_size for p in local)
-    digests = hash_files(local, jobs=jobs, progress=_Counter("hash", total, progress))
+    total = sum(_size(p) for p in local)
+    with ConfinedTree(camp.root) as tree:
+        # Artifacts in the campaign folder are opened as the walk found them: a file
+        # swapped for a link since is refused, never hashed and signed.
+        tree.files.update(camp.walked)
+        openers = {
+            camp.root / r: functools.partial(tree.open, r)
+            for r in {str(row.get("path")) for row in rows}
+            if r in camp.walked and camp.root / r in local
+        }
+        digests = hash_files(
+            local, jobs=jobs, progress=_Counter("hash", total, progress), openers=openers
+        )
     out: list[dict[str, Any]] = []
     problems: list[Problem] = []
     for i, r in enumerate(rows):
@@ -398,7 +425,7 @@ def seal_campaign(
     rules = camp.doc.get("sanitize", {})
     san = Sanitizer(rules.get("hostnames", []), keep_hosts=rules.get("keep_hosts", []))
     name_problems = _name_problems(camp, san)
-    external, ext_problems = _externals(camp, [*artifact_dirs, campaign_dir], jobs, progress)
+    external, ext_problems = _externals(camp, artifact_dirs, jobs, progress)
     try:
         scrubbed_doc: dict[str, Any] = san.scrub_value(camp.doc, "campaign.json", "")
     except SanitizeError as exc:

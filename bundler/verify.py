@@ -10,6 +10,7 @@ because the signed statement names its digest.
 from __future__ import annotations
 
 import io
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -287,6 +288,29 @@ def _check_signatures(
     return _parse_payload(report, env.payload, lim)
 
 
+def _check_duplicates(report: VerifyReport, manifest: dict[str, Any]) -> None:
+    """A path listed twice is refused: every check keyed by path would see only one entry.
+
+    Left to a dict, the last entry wins and the other, whatever its digest or size,
+    would go unchecked (members) or unhashed (external artifacts).
+    """
+    for key, name, prefix in (
+        ("members", "member", ""),
+        ("external", "external artifact", EXTERNAL_PREFIX),
+    ):
+        counts = Counter(str(e["path"]) for e in manifest[key])
+        for path, n in counts.items():
+            if n > 1:
+                report.problems.append(
+                    Problem(
+                        prefix + path,
+                        None,
+                        "path",
+                        f"{name} listed {n} times in the manifest (each path once)",
+                    )
+                )
+
+
 def _check_members(
     report: VerifyReport, members: dict[str, Member], manifest: dict[str, Any]
 ) -> None:
@@ -529,6 +553,7 @@ def open_bundle(
     if manifest is not None:
         report.format_version = manifest["format_version"]
         report.campaign = manifest["campaign"]
+        _check_duplicates(report, manifest)
         _check_members(report, members, manifest)
         if statement is not None:
             _check_statement(report, members, manifest, statement)

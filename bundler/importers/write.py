@@ -25,6 +25,7 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Any
 
+from bundler._internal.userfile import IMPORT_SOURCE_MAX_BYTES, read_user_file
 from bundler.errors import Problem, UsageError
 from bundler.importers import aiperf, vllm
 from bundler.importers.run import ServingRun, SourceError
@@ -206,16 +207,25 @@ Carried = list[tuple[str, bytes]]
 """The source's files as (name under ``sources/<arm>/``, bytes): one for vLLM, two for AIPerf."""
 
 
+def _read_source(path: Path) -> bytes:
+    """A source file's bytes; a FIFO, device, folder or oversized file is a located problem."""
+    try:
+        return read_user_file(path, what="import source", max_bytes=IMPORT_SOURCE_MAX_BYTES)
+    except UsageError as exc:
+        why = exc.message.removeprefix(f"{path}: ")
+        raise SourceError(exc.message, [Problem(str(path), None, None, why)]) from exc
+
+
 def _read(fmt: str, path: Path, arm: str) -> tuple[ServingRun, Carried]:
     if fmt == aiperf.FORMAT:
         records, aggregate = aiperf.locate(path)
-        rdata, adata = records.read_bytes(), aggregate.read_bytes()
+        rdata, adata = _read_source(records), _read_source(aggregate)
         run = aiperf.parse(rdata, str(records), adata, str(aggregate), arm)
         return run, [
             (f"{run.load_point}/{aiperf.RECORDS_NAME}", rdata),
             (f"{run.load_point}/{aiperf.AGGREGATE_NAME}", adata),
         ]
-    data = path.read_bytes()
+    data = _read_source(path)
     run = vllm.parse(data, str(path), arm)
     return run, [(f"{run.load_point}.json", data)]
 

@@ -187,10 +187,10 @@ def keygen(
     output: Path, passphrase_file: Path | None, force: bool, verbosity: int, as_json: bool
 ) -> None:
     """Create an Ed25519 key pair and print its key ID."""
-    from bundler.keys import generate_keypair
+    from bundler.keys import generate_keypair, read_passphrase_file
 
     with cli_errors(as_json):
-        pw = passphrase_file.read_bytes().rstrip(b"\r\n") if passphrase_file else None
+        pw = read_passphrase_file(passphrase_file) if passphrase_file else None
         kp = generate_keypair(output, pw, force=force)
         if as_json:
             emit_json(
@@ -272,7 +272,7 @@ def seal(
     as_json: bool,
 ) -> None:
     """Validate CAMPAIGN_DIR and seal it into one signed bundle."""
-    from bundler.keys import load_private_key
+    from bundler.keys import load_private_key, read_passphrase_file
     from bundler.seal import seal_campaign
 
     with cli_errors(as_json):
@@ -280,7 +280,7 @@ def seal(
             raise UsageError("give --key KEY to sign, or --unsigned to seal without a signature")
         if key_paths and unsigned:
             raise UsageError("--key and --unsigned exclude each other")
-        pw = passphrase_file.read_bytes().rstrip(b"\r\n") if passphrase_file else None
+        pw = read_passphrase_file(passphrase_file) if passphrase_file else None
         keys = [load_private_key(p, pw) for p in key_paths]
         artifact_dirs = artifact_dirs + old_artifact_dirs
         bar = _Bar("sealing", progress and not as_json)
@@ -582,11 +582,11 @@ def sign(
     --trusted-keys; otherwise signing would adopt a bundle nobody you trust
     signed, which takes --force-adopt (and is reported as an adoption).
     """
-    from bundler.keys import load_private_key
+    from bundler.keys import load_private_key, read_passphrase_file
     from bundler.sign import countersign
 
     with cli_errors(as_json):
-        pw = passphrase_file.read_bytes().rstrip(b"\r\n") if passphrase_file else None
+        pw = read_passphrase_file(passphrase_file) if passphrase_file else None
         res = countersign(
             bundle,
             load_private_key(key_path, pw),
@@ -743,12 +743,14 @@ def _print_inspect_contents(info: dict[str, Any], verbosity: int) -> None:
 @json_option
 def lint_text_cmd(files: tuple[Path, ...], verbosity: int, as_json: bool) -> None:
     """Find closing syntax ("fixes #123") in summary text (exit 1 if any is found)."""
+    from bundler._internal.userfile import DOCUMENT_MAX_BYTES, read_user_file
     from bundler.lint_text import find_closing_references
 
     with cli_errors(as_json):
         found = []
         for f in files:
-            text = f.read_text(encoding="utf-8", errors="replace")
+            data = read_user_file(f, what="text file", max_bytes=DOCUMENT_MAX_BYTES)
+            text = data.decode("utf-8", errors="replace")
             found += [{"file": str(f), **r.__dict__} for r in find_closing_references(text)]
         if as_json:
             emit_json({"ok": not found, "findings": found})

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from bundler._internal.userfile import DOCUMENT_MAX_BYTES, open_user_file, read_bounded
 from bundler.errors import UsageError
 from reprobundle.cli.common import cli_errors, emit_json, examples, hidden_alias, trust_options
 
@@ -54,8 +55,13 @@ def _load_plan(source: Path) -> tuple[str, dict[str, Any]]:
     problem refuses it; an unsigned or untrusted one is accepted (checking a plan's
     timeouts judges nothing the bundle claims).
     """
-    data = source.read_bytes()
-    if data[:4] == b"\x28\xb5\x2f\xfd":  # zstd frame magic: a bundle
+    with open_user_file(source, what="plan") as fh:
+        head = fh.read(4)
+        # A bundle is read (and bounded) by open_verified; a plan is a small document.
+        is_bundle = head == b"\x28\xb5\x2f\xfd"  # zstd frame magic
+        if not is_bundle:
+            data = read_bounded(fh, source, what="plan", max_bytes=DOCUMENT_MAX_BYTES, head=head)
+    if is_bundle:
         from bundler.verified import open_verified
 
         bundle = open_verified(source, allow_unsigned=True)
