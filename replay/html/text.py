@@ -14,8 +14,12 @@ split each string with :func:`segments` first:
   rewritten silently: the characters are all there, and the note says why
   they look different.
 - in Markdown, an ``@name`` is shown as code too (a pasted report must not
-  notify people the bundle names); every other Markdown-active character is
-  backslash-escaped (:func:`markdown_escape`).
+  notify people the bundle names), and so is a bare ``http://``, ``https://``,
+  ``ftp://`` or ``www.`` link (GitHub would turn it into a live link); every
+  other Markdown-active character is backslash-escaped (:func:`markdown_escape`).
+  GitHub mentions anyone whose ``@name`` follows a character other than an ASCII
+  letter, digit or underscore: after a backtick, an escaped ``\``` or a
+  non-ASCII letter too, so only those three keep an ``@`` plain.
 - in HTML, everything is escaped with :func:`html.escape`.
 """
 
@@ -42,7 +46,16 @@ __all__ = [
 NEUTRALIZED_NOTE = "[closing syntax: reference shown as code]"
 """Printed after every neutralized reference, in both forms."""
 
-_MENTION = re.compile(r"(?<![\w`])@[A-Za-z0-9](?:[A-Za-z0-9-]|/)*")
+# What GitHub would turn into a notification or a link, wherever it stands in a line:
+# an @name (or @org/team) not preceded by an ASCII word character (GitHub's mention
+# filter tests ASCII \w, so "é@bob" and "`@bob" notify bob), and the extended
+# autolinks of GitHub-flavoured Markdown (a scheme URL, or one that starts "www.").
+# A link stops before whitespace and the characters that would end a code span or
+# a table cell; what follows is escaped as usual.
+_LIVE = re.compile(
+    r"(?<![A-Za-z0-9_])@[A-Za-z0-9](?:[A-Za-z0-9-]|/)*"
+    r"|(?i:(?:https?|ftp)://|www\.)[^\s|`<>]*"
+)
 # Characters that start or change Markdown markup anywhere in a line (GitHub flavour:
 # emphasis, code, links, raw HTML, tables, strikethrough, entities, headings).
 _MD_ACTIVE = re.compile(r"([\\`*_\[\]<>|~&#])")
@@ -134,7 +147,7 @@ def markdown_text(text: str) -> tuple[str, int]:
             parts.append(f"{markdown_code(s.text)} {markdown_escape(NEUTRALIZED_NOTE)}")
             continue
         pos = 0
-        for m in _MENTION.finditer(s.text):
+        for m in _LIVE.finditer(s.text):
             parts.append(markdown_escape(s.text[pos : m.start()]))
             parts.append(markdown_code(m.group(0)))
             pos = m.end()
