@@ -18,8 +18,8 @@ split each string with :func:`segments` first:
   ``ftp://`` or ``www.`` link (GitHub would turn it into a live link); every
   other Markdown-active character is backslash-escaped (:func:`markdown_escape`).
   GitHub mentions anyone whose ``@name`` follows a character other than an ASCII
-  letter, digit or underscore: after a backtick, an escaped ``\``` or a
-  non-ASCII letter too, so only those three keep an ``@`` plain.
+  letter, digit or underscore (a backtick, escaped or not, or a non-ASCII letter
+  too), so only those three keep an ``@`` plain.
 - in HTML, everything is escaped with :func:`html.escape`.
 """
 
@@ -29,6 +29,7 @@ import html
 import re
 from dataclasses import dataclass
 
+from bundler._internal.textsafe import drop_unsafe
 from bundler.lint_text import find_closing_references
 
 __all__ = [
@@ -61,7 +62,7 @@ _LIVE = re.compile(
 _MD_ACTIVE = re.compile(r"([\\`*_\[\]<>|~&#])")
 # ... and those that matter only at the start of a line (lists, quotes, rules, headings).
 _MD_LEADING = re.compile(r"^(\s*)([-+=>]|\d+(?=[.)]))")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_BREAKS = re.compile("[\n\r\t\u2028\u2029]")
 
 
 @dataclass(frozen=True)
@@ -73,8 +74,14 @@ class Segment:
 
 
 def one_line(text: str, limit: int = 2000) -> str:
-    """``text`` on one line, control characters dropped, cut at ``limit`` characters."""
-    flat = _CONTROL.sub("", " ".join(text.split("\n")).replace("\r", " "))
+    """``text`` on one line, cut at ``limit`` characters.
+
+    Line breaks (``\\n``, ``\\r``, U+2028, U+2029) and tabs become spaces; every other
+    control, bidi or invisible format character is dropped
+    (:func:`bundler._internal.textsafe.drop_unsafe`), so that a pasted report
+    reads in the order its characters are stored.
+    """
+    flat = drop_unsafe(_BREAKS.sub(" ", text))
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
