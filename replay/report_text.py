@@ -4,27 +4,36 @@ The default output fits one screen: the headline (outcome, what kind of check it
 is, failures and gaps, the effect), one line per section, and where to look
 next. ``verbose`` adds every section's aligned plain-text tables and its
 evidence limits. Both come from the one :class:`~replay.result.ReplayResult`.
+
+The report is a list of plain lines with the author's text (claim ids, reasons,
+server names) in them as it is: ``bundle replay`` prints them through the CLI's
+one output path (:func:`reprobundle.cli.common.say`), which escapes each line,
+and :func:`render_text` escapes them the same way. A line break, CR or escape
+sequence inside a value therefore never starts a line of its own.
 """
 
 from __future__ import annotations
 
+from bundler._internal.textsafe import safe
 from replay.report_model import Section, Table, headline, section_summaries, sections
 from replay.result import UNTRUSTED_NOTE, ReplayResult
 
-__all__ = ["render_text"]
+__all__ = ["render_lines", "render_text"]
 
 
 def _table(t: Table, indent: str = "  ") -> list[str]:
     if not t.rows:
         return [f"{indent}none"]
+    # Cells are measured (and so padded) as printed: escaped, four characters per control.
+    rows = [tuple(map(safe, row)) for row in t.rows]
     widths = [len(h) for h in t.headers]
-    for row in t.rows:
+    for row in rows:
         widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
 
     def line(cells: tuple[str, ...]) -> str:
         return indent + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
 
-    return [line(t.headers), indent + "  ".join("-" * w for w in widths), *map(line, t.rows)]
+    return [line(t.headers), indent + "  ".join("-" * w for w in widths), *map(line, rows)]
 
 
 def _section(s: Section) -> list[str]:
@@ -53,16 +62,29 @@ def _headline(r: ReplayResult) -> list[str]:
     return _section(Section("Replay", headline(r)))
 
 
-def render_text(result: ReplayResult, *, verbose: bool = False) -> str:
-    """The report as terminal text: verdict and summary, or (``verbose``) every section.
+def render_lines(result: ReplayResult, *, verbose: bool = False) -> list[str]:
+    """The report as plain terminal lines (author text unescaped: print them escaped).
 
     Args:
         result: the one replay result.
         verbose: every section's tables and evidence limits, not the one-line summaries.
     """
-    top = "\n".join(_headline(result))
+    parts = [_headline(result)]
     if verbose:
-        rest = ["\n".join(_section(s)) for s in sections(result)[1:]]
+        parts += [_section(s) for s in sections(result)[1:]]
     else:
-        rest = ["\n".join(_summary(result))]
-    return "\n\n".join([top, *rest]) + "\n"
+        parts.append(_summary(result))
+    out: list[str] = []
+    for i, lines in enumerate(parts):
+        out += ([""] if i else []) + lines
+    return out
+
+
+def render_text(result: ReplayResult, *, verbose: bool = False) -> str:
+    """The report as terminal text, each line escaped: verdict and summary, or every section.
+
+    Args:
+        result: the one replay result.
+        verbose: every section's tables and evidence limits, not the one-line summaries.
+    """
+    return "".join(safe(line) + "\n" for line in render_lines(result, verbose=verbose))

@@ -533,7 +533,8 @@ def test_markup_in_bundle_text_is_escaped(hostile: Sealed) -> None:
     assert not [a for t, a in page.elements if t == "a" and "example.invalid" in a.get("href", "")]
     md = render_bundle(hostile.path, "md", trusted=[hostile.keys.public]).text
     line = next(x for x in md.splitlines() if "multi-video-correction" in x)
-    assert "\\<script\\>alert(1)\\</script\\> \\| \\*\\*bold\\*\\* \\[x\\](https" in line
+    # The bare URL is a code span too: GitHub would otherwise make it a live link.
+    assert "\\<script\\>alert(1)\\</script\\> \\| \\*\\*bold\\*\\* \\[x\\](`https://" in line
 
 
 # ----------------------------------------------------------------------------- other outcomes

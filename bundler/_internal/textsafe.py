@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["has_unsafe", "json_safe", "safe", "unsafe_chars"]
+__all__ = ["drop_unsafe", "has_unsafe", "json_safe", "safe", "unsafe_chars"]
 
 # Categories Cc, Cf, Zl, Zp and Cs as of Unicode 14 (Python 3.11), hard-coded so
 # that importing this module stays cheap; tests/test_hostile_input.py checks the
@@ -69,6 +69,16 @@ def safe(text: str) -> str:
 def has_unsafe(text: str) -> bool:
     """True when :func:`safe` would change ``text``."""
     return _UNSAFE.search(text) is not None
+
+
+def drop_unsafe(text: str) -> str:
+    """``text`` without the characters :func:`safe` would escape.
+
+    For one-line report text (HTML, Markdown), where an escape sequence would read
+    as noise: a bidi override or line separator there still reorders or breaks
+    the line a reader sees, so it goes; what the author meant stays readable.
+    """
+    return _UNSAFE.sub("", text)
 
 
 def unsafe_chars(text: str) -> list[str]:

@@ -96,6 +96,9 @@ _RC: dict[str, Any] = {
     "savefig.dpi": 150.0,  # only the rasterized marks of very large campaigns use it
     "path.simplify": False,
     "lines.antialiased": True,
+    # Every label is literal text, much of it the author's (server and arm names): "$"
+    # must not start mathtext, where a server named "b$\foo{$x" would raise (no report).
+    "text.parse_math": False,
 }
 
 

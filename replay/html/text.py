@@ -14,8 +14,12 @@ split each string with :func:`segments` first:
   rewritten silently: the characters are all there, and the note says why
   they look different.
 - in Markdown, an ``@name`` is shown as code too (a pasted report must not
-  notify people the bundle names); every other Markdown-active character is
-  backslash-escaped (:func:`markdown_escape`).
+  notify people the bundle names), and so is a bare ``http://``, ``https://``,
+  ``ftp://`` or ``www.`` link (GitHub would turn it into a live link); every
+  other Markdown-active character is backslash-escaped (:func:`markdown_escape`).
+  GitHub mentions anyone whose ``@name`` follows a character other than an ASCII
+  letter, digit or underscore (a backtick, escaped or not, or a non-ASCII letter
+  too), so only those three keep an ``@`` plain.
 - in HTML, everything is escaped with :func:`html.escape`.
 """
 
@@ -25,6 +29,7 @@ import html
 import re
 from dataclasses import dataclass
 
+from bundler._internal.textsafe import drop_unsafe
 from bundler.lint_text import find_closing_references
 
 __all__ = [
@@ -42,13 +47,22 @@ __all__ = [
 NEUTRALIZED_NOTE = "[closing syntax: reference shown as code]"
 """Printed after every neutralized reference, in both forms."""
 
-_MENTION = re.compile(r"(?<![\w`])@[A-Za-z0-9](?:[A-Za-z0-9-]|/)*")
+# What GitHub would turn into a notification or a link, wherever it stands in a line:
+# an @name (or @org/team) not preceded by an ASCII word character (GitHub's mention
+# filter tests ASCII \w, so "é@bob" and "`@bob" notify bob), and the extended
+# autolinks of GitHub-flavoured Markdown (a scheme URL, or one that starts "www.").
+# A link stops before whitespace and the characters that would end a code span or
+# a table cell; what follows is escaped as usual.
+_LIVE = re.compile(
+    r"(?<![A-Za-z0-9_])@[A-Za-z0-9](?:[A-Za-z0-9-]|/)*"
+    r"|(?i:(?:https?|ftp)://|www\.)[^\s|`<>]*"
+)
 # Characters that start or change Markdown markup anywhere in a line (GitHub flavour:
 # emphasis, code, links, raw HTML, tables, strikethrough, entities, headings).
 _MD_ACTIVE = re.compile(r"([\\`*_\[\]<>|~&#])")
 # ... and those that matter only at the start of a line (lists, quotes, rules, headings).
 _MD_LEADING = re.compile(r"^(\s*)([-+=>]|\d+(?=[.)]))")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_BREAKS = re.compile("[\n\r\t\u2028\u2029]")
 
 
 @dataclass(frozen=True)
@@ -60,8 +74,14 @@ class Segment:
 
 
 def one_line(text: str, limit: int = 2000) -> str:
-    """``text`` on one line, control characters dropped, cut at ``limit`` characters."""
-    flat = _CONTROL.sub("", " ".join(text.split("\n")).replace("\r", " "))
+    """``text`` on one line, cut at ``limit`` characters.
+
+    Line breaks (``\\n``, ``\\r``, U+2028, U+2029) and tabs become spaces; every other
+    control, bidi or invisible format character is dropped
+    (:func:`bundler._internal.textsafe.drop_unsafe`), so that a pasted report
+    reads in the order its characters are stored.
+    """
+    flat = drop_unsafe(_BREAKS.sub(" ", text))
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
@@ -134,7 +154,7 @@ def markdown_text(text: str) -> tuple[str, int]:
             parts.append(f"{markdown_code(s.text)} {markdown_escape(NEUTRALIZED_NOTE)}")
             continue
         pos = 0
-        for m in _MENTION.finditer(s.text):
+        for m in _LIVE.finditer(s.text):
             parts.append(markdown_escape(s.text[pos : m.start()]))
             parts.append(markdown_code(m.group(0)))
             pos = m.end()

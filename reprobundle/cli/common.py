@@ -4,6 +4,13 @@ One place maps the error tree to messages and exit codes, so that
 ``bundle seal``, ``verify``, ``replay``, ``report``, ``plan`` and ``rerun``
 fail the same way: a message naming the file, record and field, a JSON
 document with ``--json``, never a traceback.
+
+It is also the one text output path: every line a command prints goes through
+:func:`say`, which escapes it (:func:`bundler._internal.textsafe.safe`) and only
+then colours our own verdict words. Author text (names, ids, reasons read from a
+bundle or campaign) is therefore never escaped call site by call site: a command
+builds plain lines, and nothing in them can move the cursor, clear the screen or
+reverse text, while our colour codes survive.
 """
 
 from __future__ import annotations
@@ -11,8 +18,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -68,7 +76,7 @@ class JsonAwareGroup(click.Group):
         except click.Abort:
             if not standalone_mode:
                 raise
-            click.echo("interrupted; nothing was written", err=True)
+            say("interrupted; nothing was written", err=True)
             sys.exit(130)
         if not standalone_mode:
             return rv
@@ -92,13 +100,14 @@ def usage_error_doc(exc: click.ClickException) -> dict[str, Any]:
     }
 
 
-def error_text(exc: BundleError) -> str:
-    """``exc`` as printed: the message, then one ``  - problem`` line each, all escaped.
+def error_lines(exc: BundleError) -> list[str]:
+    """``exc`` as printed: ``error: message``, then one ``  - problem`` line each.
 
-    Messages name files and bundle members, which may be hostile: a newline or
-    an escape sequence in one must not draw a line of its own.
+    Messages name files and bundle members, which may be hostile; :func:`say`
+    escapes each line, so a newline or an escape sequence in one cannot draw a
+    line of its own.
     """
-    return "\n".join([safe(exc.message), *(f"  - {safe(str(p))}" for p in exc.problems)])
+    return [f"error: {exc.message}", *(f"  - {p}" for p in exc.problems)]
 
 
 def fail(exc: BundleError, as_json: bool = False) -> NoReturn:
@@ -115,7 +124,7 @@ def fail(exc: BundleError, as_json: bool = False) -> NoReturn:
                 ],
             }
         )
-    click.echo(f"error: {error_text(exc)}", err=True)
+    say_lines(error_lines(exc), err=True)
     sys.exit(exc.exit_code)
 
 
@@ -130,7 +139,7 @@ def cli_errors(as_json: bool = False) -> Iterator[None]:
         where = f"{exc.filename}: " if exc.filename else ""
         fail(CouldNotRunError(f"{where}{exc.strerror or exc}"), as_json)
     except KeyboardInterrupt:
-        click.echo("interrupted; nothing was written", err=True)
+        say("interrupted; nothing was written", err=True)
         sys.exit(130)
 
 
@@ -169,17 +178,58 @@ def verbosity_options(f: F) -> F:
     )(f)
 
 
-def colour_enabled() -> bool:
+def colour_enabled(err: bool = False) -> bool:
     """Colour only on a terminal, and never when ``NO_COLOR`` is set (no-color.org)."""
-    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    stream = sys.stderr if err else sys.stdout
+    return stream.isatty() and not os.environ.get("NO_COLOR")
 
 
 _TONES = {"good": "green", "bad": "red", "warn": "yellow"}
 
 
-def verdict(word: str, tone: str) -> str:
-    """A verdict word, coloured by ``tone`` (good, bad, warn) where colour is enabled."""
-    return click.style(word, fg=_TONES[tone], bold=True) if colour_enabled() else word
+@dataclass(frozen=True)
+class Styled:
+    """One of our own words, coloured by ``tone`` (good, bad, warn) when :func:`say` prints it."""
+
+    text: str
+    tone: str
+
+
+def verdict(word: str, tone: str) -> Styled:
+    """A verdict word for :func:`say`, coloured by ``tone`` (good, bad, warn) where enabled."""
+    return Styled(word, tone)
+
+
+def text_line(*parts: str | Styled, colour: bool = False) -> str:
+    """``parts`` as one printable line: each escaped with ``safe()``, then ours coloured.
+
+    Escaping comes first so that an author's ESC, CR, newline or bidi control is
+    shown as ``\\x1b``, ``\\r``, ``\\n``, ``\\u202e`` and cannot draw or recolour
+    anything; the colour codes added afterwards are the only ones on the line.
+    """
+    out = []
+    for p in parts:
+        if isinstance(p, Styled):
+            word = safe(p.text)
+            out.append(click.style(word, fg=_TONES[p.tone], bold=True) if colour else word)
+        else:
+            out.append(safe(p))
+    return "".join(out)
+
+
+def say(*parts: str | Styled, err: bool = False) -> None:
+    """Print one line (stdout, or stderr with ``err``) through :func:`text_line`.
+
+    Every text line a command prints goes through here; a line break inside a
+    part is escaped, so a command prints several lines by calling this once each.
+    """
+    click.echo(text_line(*parts, colour=colour_enabled(err)), err=err)
+
+
+def say_lines(lines: Iterable[str], err: bool = False) -> None:
+    """Print each of ``lines`` through :func:`say`."""
+    for line in lines:
+        say(line, err=err)
 
 
 def hidden_alias(old: str, dest: str, new: str, **kwargs: Any) -> Callable[[F], F]:

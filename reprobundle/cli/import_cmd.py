@@ -7,9 +7,8 @@ from pathlib import Path
 
 import click
 
-from bundler._internal.textsafe import safe
 from bundler.errors import EXIT_OK, UsageError
-from reprobundle.cli.common import QUIET, cli_errors, emit_json, examples, verbosity_options
+from reprobundle.cli.common import QUIET, cli_errors, emit_json, examples, say, verbosity_options
 
 __all__ = ["import_command"]
 
@@ -167,17 +166,17 @@ def import_command(
                 }
             )
             sys.exit(EXIT_OK)
-        click.echo(
+        say(
             f"imported {len(res.runs)} source file(s), {len(lps)} load point(s) "
-            f"({safe(', '.join(lps))}), {res.claims} claim(s), {res.not_claimed} not claimed "
-            f"-> {safe(str(res.directory))}"
+            f"({', '.join(lps)}), {res.claims} claim(s), {res.not_claimed} not claimed "
+            f"-> {res.directory}"
         )
         for src in partial:
-            click.echo(
-                f"warning: {safe(src)} holds only aggregates (no --save-detailed): its "
+            say(
+                f"warning: {src} holds only aggregates (no --save-detailed): its "
                 "claims are unverifiable",
                 err=True,
             )
         if verbosity > QUIET:
-            click.echo(f"next: bundle seal {safe(str(res.directory))} -o RUN.bundle --key KEY")
+            say(f"next: bundle seal {res.directory} -o RUN.bundle --key KEY")
     sys.exit(EXIT_OK)

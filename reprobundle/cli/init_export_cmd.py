@@ -10,12 +10,12 @@ from pathlib import Path
 
 import click
 
-from bundler._internal.textsafe import safe
 from reprobundle.cli.common import (
     QUIET,
     cli_errors,
     emit_json,
     examples,
+    say,
     trust_options,
     verbosity_options,
     verdict,
@@ -73,17 +73,15 @@ def init_command(directory: Path, campaign_id: str | None, verbosity: int, as_js
                 }
             )
             return
-        click.echo(
-            f"{verdict('CREATED', 'good')} {safe(str(res.directory))}: {len(res.files)} files"
-        )
+        say(verdict("CREATED", "good"), f" {res.directory}: {len(res.files)} files")
         if verbosity <= QUIET:
             return
         for f in res.files:
-            click.echo(f"  {safe(f)}")
-        click.echo("to fill in before `bundle seal` accepts it:")
+            say(f"  {f}")
+        say("to fill in before `bundle seal` accepts it:")
         for item in res.to_fill:
-            click.echo(f"  - {safe(item)}")
-        click.echo(f"then: bundle plan check {safe(str(res.directory / 'plans' / 'plan.json'))}")
+            say(f"  - {item}")
+        say(f"then: bundle plan check {res.directory / 'plans' / 'plan.json'}")
 
 
 @click.command(
@@ -140,14 +138,11 @@ def export_command(
             emit_json(res.to_dict())
             return
         trust = "signature verified" if res.trusted else "UNTRUSTED: integrity only"
-        click.echo(
-            f"{verdict('EXPORTED', 'good')} {safe(str(bundle))} -> {safe(str(res.directory))} "
-            f"({fmt}; {trust})"
-        )
+        say(verdict("EXPORTED", "good"), f" {bundle} -> {res.directory} ({fmt}; {trust})")
         if verbosity <= QUIET:
             return
-        click.echo(
+        say(
             f"  tables   {len(res.tables)}: "
             + ", ".join(f"{k} {v}" for k, v in res.tables.items() if v)
         )
-        click.echo(f"  files    {len(res.files)} (documents, plans, logs, carried files)")
+        say(f"  files    {len(res.files)} (documents, plans, logs, carried files)")

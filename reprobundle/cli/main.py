@@ -20,7 +20,6 @@ from typing import Any
 import click
 
 from bundler import __version__
-from bundler._internal.textsafe import safe
 from bundler.errors import (
     EXIT_INTEGRITY,
     EXIT_OK,
@@ -34,6 +33,8 @@ from reprobundle.cli.common import (
     emit_json,
     examples,
     hidden_alias,
+    say,
+    say_lines,
     trust_options,
     verbosity_options,
     verdict,
@@ -203,11 +204,11 @@ def keygen(
             )
         else:
             if verbosity <= QUIET:
-                click.echo(kp.key_id)
+                say(kp.key_id)
                 return
-            click.echo(f"private key: {safe(str(kp.private_path))}")
-            click.echo(f"public key:  {safe(str(kp.public_path))}")
-            click.echo(f"key id:      {kp.key_id}")
+            say(f"private key: {kp.private_path}")
+            say(f"public key:  {kp.public_path}")
+            say(f"key id:      {kp.key_id}")
 
 
 @main.command(
@@ -303,34 +304,34 @@ def seal(
 
 
 def _print_seal(res: Any, verbosity: int) -> None:
-    click.echo(
-        f"{verdict('SEALED', 'good')} {safe(res.campaign_id)} -> {safe(str(res.output))} "
-        f"({res.bundle_bytes:,} bytes; "
-        + (f"signed by {len(res.signers)} key(s))" if res.signers else "UNSIGNED)")
+    say(
+        verdict("SEALED", "good"),
+        f" {res.campaign_id} -> {res.output} ({res.bundle_bytes:,} bytes; "
+        + (f"signed by {len(res.signers)} key(s))" if res.signers else "UNSIGNED)"),
     )
     if verbosity <= QUIET:
         return
-    click.echo(f"  sha256   {res.bundle_sha256}")
-    click.echo(
+    say(f"  sha256   {res.bundle_sha256}")
+    say(
         f"  members  {res.members - 2} files in the manifest (+ manifest and signature "
         "envelope); rows: " + ", ".join(f"{k} {v}" for k, v in res.tables.items() if v)
     )
     hashed = sum(1 for e in res.external if e["hashed_at_seal"])
-    click.echo(f"  external {len(res.external)} artifact(s), {hashed} hashed here")
+    say(f"  external {len(res.external)} artifact(s), {hashed} hashed here")
     scrubbed = sum(r["count"] for r in res.sanitization)
-    click.echo(f"  scrubbed {scrubbed} value(s) in {len(res.sanitization)} field(s)")
-    click.echo("  signers  " + (", ".join(res.signers) if res.signers else "none (unsigned)"))
+    say(f"  scrubbed {scrubbed} value(s) in {len(res.sanitization)} field(s)")
+    say("  signers  " + (", ".join(res.signers) if res.signers else "none (unsigned)"))
     for w in res.warnings:
-        click.echo(f"  warning: {safe(w)}", err=True)
+        say(f"  warning: {w}", err=True)
     findings = res.findings if verbosity >= VERBOSE else res.findings[:5]
     for f in findings:
-        click.echo(
-            f"  warning: {safe(f['member'])} line {f['line']}: looks like a {safe(f['rule'])} "
+        say(
+            f"  warning: {f['member']} line {f['line']}: looks like a {f['rule']} "
             "(file carried verbatim, not scrubbed)",
             err=True,
         )
     if len(findings) < len(res.findings):
-        click.echo(
+        say(
             f"  warning: {len(res.findings) - len(findings)} more such finding(s) (-v lists all)",
             err=True,
         )
@@ -381,11 +382,11 @@ def _signature_lines(signatures: list[dict[str, Any]]) -> list[str]:
     for s in signatures:
         who = s["verified_by"] or "no trusted key"
         if s.get("principals"):
-            who += ", principals " + safe(",".join(s["principals"]))
+            who += ", principals " + ",".join(map(str, s["principals"]))
         state = "valid" if s["valid"] else "not verified"
         hint = s["keyid_hint"] or "-"
         shown = f"{state} ({who})" if who != hint else state
-        out.append(f"    #{s['index']} {safe(hint)}: {shown}")
+        out.append(f"    #{s['index']} {hint}: {shown}")
     return out
 
 
@@ -394,17 +395,14 @@ def _print_verify(rep: Any, verbosity: int) -> None:
     camp = d["campaign"]
     word = verify_verdict(rep)["verdict"]
     tone = {"verified": "good", "failed": "bad", "untrusted": "warn"}[word]
-    click.echo(f"{safe(d['path'])}: {verdict(_HEADLINE[word], tone)}")
+    say(f"{d['path']}: ", verdict(_HEADLINE[word], tone))
     for p in rep.problems:
-        click.echo(f"  problem    {safe(str(p))}")
+        say(f"  problem    {p}")
     if verbosity <= QUIET:
         return
     if camp:
-        click.echo(
-            f"  campaign   {safe(camp.get('id'))} ({safe(camp.get('kind'))}), "
-            f"format {safe(d['format_version'])}"
-        )
-    click.echo(
+        say(f"  campaign   {camp.get('id')} ({camp.get('kind')}), format {d['format_version']}")
+    say(
         f"  signature  {d['signature_status']}"
         + (
             " (accepted by --allow-unsigned: integrity only, signer not trusted)"
@@ -412,32 +410,29 @@ def _print_verify(rep: Any, verbosity: int) -> None:
             else ""
         )
     )
-    for line in _signature_lines(d["signatures"]):
-        click.echo(line)
-    click.echo(
+    say_lines(_signature_lines(d["signatures"]))
+    say(
         f"  members    {len(d['members'])} files in the manifest"
         + ("" if rep.problems else ", every digest matches")
         + " (the container also holds the manifest and the signature envelope)"
     )
     if verbosity >= VERBOSE:
         for m in d["members"]:
-            click.echo(
-                f"    {m.get('size', 0):>10,}  {safe(m.get('role', '')):<8} {safe(m['path'])}"
-            )
+            say(f"    {m.get('size', 0):>10,}  {m.get('role', '')!s:<8} {m['path']}")
     if d["external"]:
-        click.echo(f"  external   {len(d['external'])} artifact(s), not carried in the bundle:")
+        say(f"  external   {len(d['external'])} artifact(s), not carried in the bundle:")
         if verbosity >= VERBOSE:
             for e in d["external"]:
-                click.echo(
-                    f"    {e['status']:<10} {safe(e['kind']):<7} {safe(e['path'])}"
-                    + (f"  [{safe(e['availability'])}]" if e.get("availability") else "")
+                say(
+                    f"    {e['status']:<10} {e['kind']!s:<7} {e['path']}"
+                    + (f"  [{e['availability']}]" if e.get("availability") else "")
                 )
         else:
             for n, st, kind, avail in _external_groups(d["external"]):
-                click.echo(f"    {n:>4} {safe(kind):<6} {_EXTERNAL_MEANING.get(st, st)}")
+                say(f"    {n:>4} {kind!s:<6} {_EXTERNAL_MEANING.get(st, st)}")
                 if avail:
-                    click.echo(f"         availability: {safe(avail)}")
-            click.echo("    (-v lists each artifact)")
+                    say(f"         availability: {avail}")
+            say("    (-v lists each artifact)")
 
 
 @main.command(
@@ -607,17 +602,17 @@ def sign(
                 }
             )
             return
-        click.echo(
-            f"{verdict('SIGNED', 'good')} {safe(str(res.output))} as {res.added}; "
-            f"{len(res.signers)} signature(s)"
+        say(
+            verdict("SIGNED", "good"),
+            f" {res.output} as {res.added}; {len(res.signers)} signature(s)",
         )
         if verbosity <= QUIET:
             return
         if res.endorsed:
-            click.echo(f"  countersigns a signature verified by {', '.join(res.endorsed)}")
+            say(f"  countersigns a signature verified by {', '.join(res.endorsed)}")
         else:
-            held = ", ".join(safe(u) for u in res.unverified) or "none: the bundle was unsigned"
-            click.echo(
+            held = ", ".join(map(str, res.unverified)) or "none: the bundle was unsigned"
+            say(
                 "  ADOPTED (--force-adopt): no trusted key verified an existing signature "
                 f"(unverified: {held}); this signature vouches for the bundle by itself"
             )
@@ -659,39 +654,33 @@ def inspect_cmd(
 
 
 def _print_inspect(info: dict[str, Any], verbosity: int) -> None:
-    # Everything here comes from the bundle, which inspect does not judge: escape it all.
+    # Everything here comes from the bundle, which inspect does not judge; say() escapes
+    # it, and str() first because a hostile value need not be a string.
     c = info["campaign"]
-    click.echo(f"{safe(c['id'])} ({safe(c['kind'])}): {safe(c['title'])}")
+    say(f"{c['id']} ({c['kind']}): {c['title']}")
     for p in info["problems"]:
-        click.echo(f"  problem: {safe(p)}")
+        say(f"  problem: {p}")
     if verbosity <= QUIET:
         return
     for a in c["arms"]:
-        click.echo(
-            f"  arm {safe(a['id']):<10} {safe(a['role']):<9} commit {safe(a['runtime_commit'])}"
-        )
-    phases = ", ".join(
-        f"{safe(k)} {v}" for k, v in sorted(info["counts"]["receipts_by_phase"].items())
-    )
-    click.echo(f"  receipts   {info['tables'].get('receipts', 0)} ({phases})")
-    click.echo(
+        say(f"  arm {a['id']!s:<10} {a['role']!s:<9} commit {a['runtime_commit']}")
+    phases = ", ".join(f"{k} {v}" for k, v in sorted(info["counts"]["receipts_by_phase"].items()))
+    say(f"  receipts   {info['tables'].get('receipts', 0)} ({phases})")
+    say(
         f"  comparisons {info['counts']['comparisons']}, worker exits "
         f"{info['counts']['worker_exits']}, claims {info['counts']['claims']}"
     )
     for a in info["counts"]["attempts"]:
-        reason = safe(a["reason"]) if a["reason"] else ""
+        reason = str(a["reason"]) if a["reason"] else ""
         if reason and verbosity < VERBOSE and len(reason) > 90:
             reason = reason[:89] + "…"
-        click.echo(
-            f"  attempt {safe(a['attempt_id'])}: {safe(a['status'])}"
-            + (f" ({reason})" if reason else "")
-        )
-    click.echo(f"  signature  {info['signature_status']}")
+        say(f"  attempt {a['attempt_id']}: {a['status']}" + (f" ({reason})" if reason else ""))
+    say(f"  signature  {info['signature_status']}")
     for s in info["signers"]:
-        click.echo(
-            f"    signer {safe(s['keyid_hint'])}"
+        say(
+            f"    signer {s['keyid_hint']}"
             + (f" (verified by {s['verified_by']})" if s["verified_by"] else "")
-            + (f" principals {safe(','.join(s['principals']))}" if s.get("principals") else "")
+            + (f" principals {','.join(map(str, s['principals']))}" if s.get("principals") else "")
         )
     _print_inspect_contents(info, verbosity)
 
@@ -699,34 +688,34 @@ def _print_inspect(info: dict[str, Any], verbosity: int) -> None:
 def _print_inspect_contents(info: dict[str, Any], verbosity: int) -> None:
     members = info["members"]
     if verbosity >= VERBOSE:
-        click.echo(f"  members ({len(members)} files in the manifest):")
+        say(f"  members ({len(members)} files in the manifest):")
         for m in members:
-            click.echo(f"    {m['size']:>10,}  {safe(m['role']):<8} {safe(m['path'])}")
+            say(f"    {m['size']:>10,}  {m['role']!s:<8} {m['path']}")
     else:
         roles: dict[str, list[int]] = {}
         for m in members:
             roles.setdefault(m["role"], []).append(m["size"])
-        click.echo(
+        say(
             f"  members    {len(members)} files in the manifest: "
-            + ", ".join(f"{len(v)} {safe(r)}" for r, v in sorted(roles.items()))
+            + ", ".join(f"{len(v)} {r}" for r, v in sorted(roles.items()))
             + f"; {sum(sum(v) for v in roles.values()):,} bytes"
         )
     externals = info["external"]
     if externals:
-        click.echo(f"  external   {len(externals)} artifact(s), not carried in the bundle:")
+        say(f"  external   {len(externals)} artifact(s), not carried in the bundle:")
         if verbosity >= VERBOSE:
             for e in externals:
-                click.echo(
-                    f"    {safe(e['kind']):<7} {safe(e['sha256'])[:16]}  {safe(e['path'])}"
-                    f"  [{safe(e['availability'])}]"
+                say(
+                    f"    {e['kind']!s:<7} {str(e['sha256'])[:16]}  {e['path']}"
+                    f"  [{e['availability']}]"
                 )
         else:
             for n, _st, kind, avail in _external_groups(
                 [{**e, "status": "external"} for e in externals]
             ):
-                click.echo(f"    {n:>4} {safe(kind):<6} {safe(avail)}")
+                say(f"    {n:>4} {kind!s:<6} {avail}")
     if verbosity < VERBOSE:
-        click.echo("  (-v lists every member, artifact and full attempt reason)")
+        say("  (-v lists every member, artifact and full attempt reason)")
 
 
 @main.command(
@@ -757,17 +746,16 @@ def lint_text_cmd(files: tuple[Path, ...], verbosity: int, as_json: bool) -> Non
         else:
             if verbosity <= QUIET:
                 found_text = f"closing syntax found: {len(found)}" if found else "clean"
-                click.echo(verdict(found_text, "bad" if found else "good"))
+                say(verdict(found_text, "bad" if found else "good"))
                 sys.exit(EXIT_INTEGRITY if found else EXIT_OK)
             for r in found:
-                click.echo(
-                    f"{safe(r['file'])}:{r['line']}:{r['column']}: closing keyword "
-                    f"{safe(repr(r['keyword']))} before {safe(r['reference'])} "
-                    f"({safe(repr(r['text']))}); cite "
+                say(
+                    f"{r['file']}:{r['line']}:{r['column']}: closing keyword "
+                    f"{r['keyword']!r} before {r['reference']} ({r['text']!r}); cite "
                     "the source without it, e.g. 'vLLM-Omni PR 9241'"
                 )
             if not found:
-                click.echo(f"no closing syntax in {len(files)} file(s)")
+                say(f"no closing syntax in {len(files)} file(s)")
         sys.exit(EXIT_INTEGRITY if found else EXIT_OK)
 
 
@@ -781,37 +769,29 @@ def _verify_word(v: dict[str, Any]) -> str:
 def _print_inventory(rep: Any, verbosity: int) -> None:
     d = rep.to_dict()
     word = verdict("CONSISTENT", "good") if d["ok"] else verdict("INCONSISTENT", "bad")
-    click.echo(f"{safe(d['root'])}: {word}")
+    say(f"{d['root']}: ", word)
     if verbosity <= QUIET:
         return
     for e in d["added"]:
-        click.echo(f"  registered  {safe(e['path'])} (id {safe(e['id'])}, kind {safe(e['kind'])})")
+        say(f"  registered  {e['path']} (id {e['id']}, kind {e['kind']})")
     for bad in d["invalid"]:
-        click.echo(f"  invalid     {safe(bad['path'])}: {safe(bad['problem'])} (not registered)")
+        say(f"  invalid     {bad['path']}: {bad['problem']} (not registered)")
     for name in d["unregistered"]:
-        click.echo(f"  unregistered {safe(name)} (run with --fix to register it)")
+        say(f"  unregistered {name} (run with --fix to register it)")
     for name in d["missing"]:
-        click.echo(f"  missing     {safe(name)} (registered, not present)")
+        say(f"  missing     {name} (registered, not present)")
     for m in d["mismatched"]:
-        click.echo(
-            f"  mismatch    {safe(m['path'])}: registered {safe(m['registered'])}, "
-            f"now {safe(m['actual'])}"
-        )
+        say(f"  mismatch    {m['path']}: registered {m['registered']}, now {m['actual']}")
     for name in d["unclassified"]:
-        click.echo(f"  unclassified {safe(name)} (neither a bundle nor a campaign directory)")
+        say(f"  unclassified {name} (neither a bundle nor a campaign directory)")
     for v in d["verify"]:
-        click.echo(
-            f"  verify      {safe(v['path'])}: {_verify_word(v)} "
-            f"(signature {v['signature_status']})"
-        )
+        say(f"  verify      {v['path']}: {_verify_word(v)} (signature {v['signature_status']})")
         for p in v["problems"]:
-            click.echo(f"                {safe(p)}")
+            say(f"                {p}")
     for a in d["artifacts"]:
-        note = f"  [{safe(a['availability'])}]" if a["class"] == "external" else ""
-        detail = f" ({safe(a['detail'])})" if a.get("detail") else ""
-        click.echo(
-            f"  artifact    {safe(a['entry'])}: {safe(a['path'])} -> {a['class']}{detail}{note}"
-        )
+        note = f"  [{a['availability']}]" if a["class"] == "external" else ""
+        detail = f" ({a['detail']})" if a.get("detail") else ""
+        say(f"  artifact    {a['entry']}: {a['path']} -> {a['class']}{detail}{note}")
 
 
 @main.command(

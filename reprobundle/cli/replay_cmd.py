@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from reprobundle.cli.common import cli_errors, emit_json, examples, trust_options
+from reprobundle.cli.common import cli_errors, emit_json, examples, say_lines, trust_options
 from reprobundle.cli.replay_options import ReplayArgs, media_options, run_replay
 
 __all__ = ["REPLAY_EXIT_HELP", "replay_command"]
@@ -43,9 +43,9 @@ def _run(args: ReplayArgs, *, as_json: bool, markdown: Path | None, verbose: boo
 
         emit_json(result_to_dict(result))
     else:
-        from replay.report_text import render_text
+        from replay.report_text import render_lines
 
-        click.echo(render_text(result, verbose=verbose), nl=False)
+        say_lines(render_lines(result, verbose=verbose))
     if markdown is not None:
         # The same pipeline as `bundle report --format md`: one report, author text
         # neutralised (closing syntax, @-mentions) before it reaches a PR body.

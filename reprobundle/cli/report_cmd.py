@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from bundler.errors import UsageError
-from reprobundle.cli.common import cli_errors, emit_json, examples, trust_options
+from reprobundle.cli.common import cli_errors, emit_json, examples, say, trust_options
 from reprobundle.cli.replay_options import ReplayArgs, media_options, run_replay
 
 __all__ = ["REPORT_EXIT_HELP", "report_command"]
@@ -63,16 +63,16 @@ def _run(args: ReplayArgs, *, output: Path, fmt: str, as_json: bool) -> int:
             }
         )
         return int(r.exit_code)
-    click.echo(
+    say(
         f"wrote {output} ({fmt}, {len(data):,} bytes): {r.outcome} (exit {r.exit_code}) — "
         + "; ".join(r.checks_done())
     )
     for why in (*r.integrity_failures(), *r.failures()):
-        click.echo(f"  ✗ {why}")
+        say(f"  ✗ {why}")
     for why in r.gaps():
-        click.echo(f"  ? {why}")
+        say(f"  ? {why}")
     if r.not_evidenced():
-        click.echo(f"  - not evidenced: {', '.join(r.not_evidenced())}")
+        say(f"  - not evidenced: {', '.join(r.not_evidenced())}")
     return int(r.exit_code)
 
 

@@ -17,7 +17,14 @@ import click
 
 from bundler._internal.userfile import DOCUMENT_MAX_BYTES, open_user_file, read_bounded
 from bundler.errors import UsageError
-from reprobundle.cli.common import cli_errors, emit_json, examples, hidden_alias, trust_options
+from reprobundle.cli.common import (
+    cli_errors,
+    emit_json,
+    examples,
+    hidden_alias,
+    say,
+    trust_options,
+)
 
 if TYPE_CHECKING:
     from bundler.verified import VerifiedBundle
@@ -85,14 +92,14 @@ def _load_plan(source: Path) -> tuple[str, dict[str, Any]]:
 
 def _print_check(label: str, result: Any) -> None:
     t = result.timeouts
-    click.echo(f"plan {result.plan_id} ({label})")
-    click.echo(
+    say(f"plan {result.plan_id} ({label})")
+    say(
         f"  timeouts  request {t.get('request_s')} s, wave {t.get('wave_s')} s, "
         f"arm {t.get('arm_s')} s; start-up budget {t.get('startup_budget_s')} s"
     )
     res = result.reservation
     if res is not None:
-        click.echo(
+        say(
             f"  reservation  hard {res.hard_limit_s:g} s, soft TERM {res.soft_term_s:g} s, "
             f"kill grace {res.kill_grace_s:g} s"
             + (
@@ -101,24 +108,24 @@ def _print_check(label: str, result: Any) -> None:
                 else ""
             )
         )
-    click.echo("  arm positions (worst case = start-up + wave budget + TERM/KILL budgets):")
+    say("  arm positions (worst case = start-up + wave budget + TERM/KILL budgets):")
     for b in result.slots:
         s = b.slot
-        click.echo(
+        say(
             f"    {s.position}. {s.arm:<12} {s.server:<14} {s.requests} requests  "
             f"worst case {b.worst_case_s:,.0f} s"
         )
     if result.slots:
-        click.echo(f"    all positions at their worst case: {result.worst_case_total_s:,.0f} s")
-    click.echo("  a stuck first request in each arm position:")
+        say(f"    all positions at their worst case: {result.worst_case_total_s:,.0f} s")
+    say("  a stuck first request in each arm position:")
     for sc in result.scenarios:
-        click.echo(f"    - {sc.describe()}")
+        say(f"    - {sc.describe()}")
     for a in result.assumptions:
-        click.echo(f"  assuming {a}")
+        say(f"  assuming {a}")
     for f in result.findings:
-        click.echo(f"  {f.level.upper():<7} {f.path}: {f.message} [{f.code}]")
+        say(f"  {f.level.upper():<7} {f.path}: {f.message} [{f.code}]")
     verdict = "FAILS" if result.errors else "passes"
-    click.echo(f"  {verdict}: {len(result.errors)} error(s), {len(result.warnings)} warning(s)")
+    say(f"  {verdict}: {len(result.errors)} error(s), {len(result.warnings)} warning(s)")
 
 
 @click.group("plan", epilog=examples("bundle plan check campaign/plans/reference-ab.json"))
@@ -183,7 +190,7 @@ def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
 
 
 def _print_dry_run(prep: PreparedRerun) -> None:
-    click.echo(
+    say(
         f"frozen plan {prep.source.plan_name} of {prep.source.campaign.get('id')}: "
         f"{len(prep.schedule)} arm positions, {prep.total_requests} requests, api {prep.api}, "
         f"boundary {prep.timing_boundary}, poll every {prep.poll_interval_s:g} s"
@@ -192,22 +199,22 @@ def _print_dry_run(prep: PreparedRerun) -> None:
     known = True
     for sp, est in zip(prep.schedule, prep.estimates, strict=True):
         phases = ", ".join(f"{r.phase} #{r.seq}" for r in sp.requests)
-        click.echo(f"  {sp.slot.position}. {sp.arm} on {sp.server} ({sp.commit[:12]}): {phases}")
+        say(f"  {sp.slot.position}. {sp.arm} on {sp.server} ({sp.commit[:12]}): {phases}")
         if est.sealed_requests_s is None:
             known = False
         else:
             low += est.sealed_requests_s
             high += est.sealed_requests_s + est.startup_budget_s + est.teardown_budget_s
     for argv in prep.launch_commands():
-        click.echo(f"  launch: {shlex.join(argv)}")
+        say(f"  launch: {shlex.join(argv)}")
     if known:
-        click.echo(
+        say(
             f"  expected duration: {low:,.0f} s of requests as sealed "
             f"({low / 3600:.2f} h); at most {high:,.0f} s ({high / 3600:.2f} h) with every "
             "start-up and teardown budget used"
         )
     status = "passes" if prep.check.ok else "FAILS"
-    click.echo(
+    say(
         f"  plan check {status}: {len(prep.check.errors)} error(s), "
         f"{len(prep.check.warnings)} warning(s) (bundle plan check for details)"
     )
@@ -233,23 +240,21 @@ def _show_dry_run(prep: PreparedRerun, as_json: bool) -> None:
 
 def _show_event(e: RerunEvent) -> None:
     count = f"[{e.done}/{e.total}] " if e.total else ""
-    click.echo(f"{count}{e.kind}: {e.message}", err=True)
+    say(f"{count}{e.kind}: {e.message}", err=True)
 
 
 def _show_result(result: RerunResult, as_json: bool) -> None:
     if as_json:
         emit_json({"ok": result.status == "accepted", **result.to_dict()})
         return
-    click.echo(f"rerun {result.attempt_id} -> {result.out_dir}: {result.status.upper()}")
+    say(f"rerun {result.attempt_id} -> {result.out_dir}: {result.status.upper()}")
     if result.reason:
-        click.echo(f"  reason   {result.reason}")
-    click.echo("  rows     " + ", ".join(f"{k} {v}" for k, v in result.counts.items()))
+        say(f"  reason   {result.reason}")
+    say("  rows     " + ", ".join(f"{k} {v}" for k, v in result.counts.items()))
     if result.status == "accepted":
-        click.echo(f"  next     bundle seal {result.out_dir} -o RERUN.bundle --key KEY")
+        say(f"  next     bundle seal {result.out_dir} -o RERUN.bundle --key KEY")
     else:
-        click.echo(
-            "  next     run again with the same -o to add an attempt; this one stays recorded"
-        )
+        say("  next     run again with the same -o to add an attempt; this one stays recorded")
 
 
 @click.command(
