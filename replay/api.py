@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from bundler import __version__
 from bundler.container import Limits
+from bundler.contract import check_bundle_tables
 from bundler.errors import BundleFormatError, Problem
 from bundler.tables import TABLE_NAMES, arrow_schema
 from bundler.verified import VerifiedBundle, open_verified
@@ -86,7 +87,9 @@ def inputs_from_bundle(bundle: VerifiedBundle | OpenedBundle) -> ReplayInputs:
     Raises:
         BundleFormatError: a document is not a JSON object, or the plan the campaign
             names is a table or absent (possible only in a bundle sealed by another tool,
-            accepted unsigned).
+            accepted unsigned); or a table breaks the contract seal enforces
+            (:func:`bundler.contract.check_bundle_tables`), each problem located by
+            member, row and field. A signature vouches for who sealed, not for sanity.
     """
     document = bundle.document if isinstance(bundle, VerifiedBundle) else _opened_document(bundle)
     campaign = document("campaign.json") or {}
@@ -94,6 +97,7 @@ def inputs_from_bundle(bundle: VerifiedBundle | OpenedBundle) -> ReplayInputs:
     plan = document(plan_path) if isinstance(plan_path, str) else None
     opened = bundle.opened if isinstance(bundle, VerifiedBundle) else bundle
     tables = {name: _table(opened, name) for name in TABLE_NAMES}
+    _check_contract(opened, campaign, tables)
     return ReplayInputs(
         campaign=campaign,
         plan=plan,
@@ -102,6 +106,19 @@ def inputs_from_bundle(bundle: VerifiedBundle | OpenedBundle) -> ReplayInputs:
         tables=tables,
         serving=load_serving(lambda name: _member_bytes(opened, name)),
     )
+
+
+def _check_contract(
+    opened: OpenedBundle, campaign: dict[str, Any], tables: dict[str, pa.Table]
+) -> None:
+    """Refuse tables that seal would have refused, before any statistic is computed."""
+    problems = check_bundle_tables(campaign, tables)
+    if problems:
+        raise BundleFormatError(
+            f"{opened.report.path}: {len(problems)} table problem(s): the tables break the "
+            "contract seal enforces; refused",
+            problems,
+        )
 
 
 def _member_bytes(opened: OpenedBundle, name: str) -> bytes | None:
