@@ -327,3 +327,18 @@ def test_extreme_values_inside_the_contract_replay(
     )
     assert "Traceback" not in report.stderr, report.stderr
     assert report.returncode == proc.returncode, report.stderr
+
+
+def test_a_statistic_beyond_the_largest_double_is_rounded_exactly() -> None:
+    from decimal import Decimal
+    from fractions import Fraction
+
+    from replay.exact import Root, display, round_half_even, shortest
+
+    # 10**311 / 3 = 333…3.333… (311 threes before the point): no double holds it.
+    third = Fraction(10**311, 3)
+    assert round_half_even(third, 2) == Decimal("3" * 311 + ".33")
+    assert display(third) == "3.33333333333e+310"
+    assert shortest(third) == "3.3333333333333333e+310"
+    # sqrt(4 * 10**700) = 2 * 10**350 exactly.
+    assert round_half_even(Root(Fraction(4 * 10**700)), 3) == Decimal("2" + "0" * 350 + ".000")
