@@ -11,33 +11,20 @@ import io
 import json
 import re
 import stat
-from collections import Counter
 from dataclasses import dataclass, field
-from decimal import Decimal
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from bundler._internal.confined import ChangedFileError, ConfinedTree, FileIdentity
 from bundler._internal.schemas import document_errors
-from bundler._internal.textsafe import has_unsafe, safe, unsafe_chars
-from bundler._internal.timefmt import RFC3339
+from bundler._internal.textsafe import safe
 from bundler._internal.userfile import open_user_file
 from bundler.columnar import ColumnTable, read_columnar
 from bundler.container import member_name_problem
+from bundler.contract import TableView, cross_checks, name_problem
 from bundler.errors import Problem, UsageError
 from bundler.plan_check import is_serving_plan
-from bundler.tables import (
-    TABLE_NAMES,
-    check_rows,
-    datetime_problem,
-    table_schema,
-    timestamps_ns,
-)
-from bundler.vocabulary import STATISTICS, Statistic
+from bundler.tables import TABLE_NAMES, check_rows, table_schema
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -361,25 +348,6 @@ def _read_table_rows(
     return _csv_rows(text, rel, name, problems)
 
 
-def name_problem(rel: str) -> str | None:
-    """Why the campaign-relative name ``rel`` cannot be sealed or shown as it is, if so.
-
-    A name that is not UTF-8 (Python holds its bytes as lone surrogates) cannot
-    be written into the manifest; one with control, format or bidi characters
-    could forge output lines wherever it is printed.
-    """
-    try:
-        rel.encode("utf-8")
-    except UnicodeEncodeError:
-        return "name is not valid UTF-8; rename it"
-    if has_unsafe(rel):
-        return (
-            "name holds control or invisible characters "
-            f"({', '.join(unsafe_chars(rel))}); rename it"
-        )
-    return None
-
-
 def _walk(tree: ConfinedTree, problems: list[Problem]) -> list[str]:
     """Every regular file of ``tree`` as a POSIX relative path, sorted; links refused.
 
@@ -561,168 +529,23 @@ def _load_plans(
         problems.append(Problem("campaign.json", None, "plan", f"names {want!r}, which is absent"))
 
 
-def _ids(rows: list[dict[str, Any]], key: str) -> list[str]:
-    """The string values of ``key`` (other types were reported by the row check)."""
-    return [v for r in rows if isinstance(v := r.get(key), str)]
-
-
-def _unique(camp: Campaign, table: str, key: str) -> list[Problem]:
-    rel = camp.table_files.get(table, table)
-    if (ct := camp.columns.get(table)) is not None:
-        col = ct.column(key)
-        vc: Any = pc.value_counts(col)
-        dups = pc.filter(
-            vc.field("values"), pc.greater(vc.field("counts"), pa.scalar(1, pa.int64()))
-        )
-        if len(dups) == 0:
-            return []
-        hits = np.flatnonzero(pc.is_in(col, value_set=dups).to_numpy(zero_copy_only=False))
-        return [
-            Problem(rel, ct.label(i), key, f"duplicate {key} {col[i].as_py()!r}")
-            for i in hits.tolist()
-        ]
-    counts = Counter(_ids(camp.tables.get(table, []), key))
-    out = []
-    for r in camp.tables.get(table, []):
-        v = r.get(key)
-        if isinstance(v, str) and counts[v] > 1:
-            out.append(Problem(rel, camp.label(r), key, f"duplicate {key} {v!r}"))
-    return out
-
-
-def _refs(camp: Campaign, table: str, key: str, allowed: set[Any], what: str) -> list[Problem]:
-    rel = camp.table_files.get(table, table)
-    if (ct := camp.columns.get(table)) is not None:
-        col = ct.column(key)
-        known = pa.array(sorted(v for v in allowed if isinstance(v, str)), pa.string())
-        bad = pc.and_(pc.is_valid(col), pc.invert(pc.is_in(col, value_set=known)))
-        hits = np.flatnonzero(bad.to_numpy(zero_copy_only=False))
-        return [
-            Problem(rel, ct.label(i), key, f"{col[i].as_py()!r} is not a known {what}")
-            for i in hits.tolist()
-        ]
-    return [
-        Problem(rel, camp.label(r), key, f"{r[key]!r} is not a known {what}")
-        for r in camp.tables.get(table, [])
-        if key in r and isinstance(r[key], str) and r[key] not in allowed
-    ]
+def _views(camp: Campaign) -> dict[str, TableView]:
+    """The campaign's tables as the contract's cross checks see them, located by file line."""
+    views = {}
+    for name in TABLE_NAMES:
+        where = camp.table_files.get(name, name)
+        present = name in camp.table_files
+        if (ct := camp.columns.get(name)) is not None:
+            views[name] = TableView(where, columns=ct, present=present)
+            continue
+        rows = camp.tables.get(name, [])
+        views[name] = TableView(where, rows, [camp.label(r) for r in rows], present=present)
+    return views
 
 
 def _cross_checks(camp: Campaign) -> list[Problem]:
-    out: list[Problem] = []
-    arms = set(camp.arm_ids)
-    arm_counts = Counter(camp.arm_ids)
-    out += [
-        Problem("campaign.json", None, "arms", f"arm {a!r} listed twice")
-        for a, c in arm_counts.items()
-        if c > 1
-    ]
-    roles = {r for a in _arms(camp) if isinstance(r := a.get("role"), str)}
-    if camp.doc and not {"baseline", "candidate"} <= roles:
-        out.append(Problem("campaign.json", None, "arms", "needs a baseline and a candidate arm"))
-    attempts = set(_ids(camp.tables.get("attempts", []), "attempt_id"))
-    accepted = [r for r in camp.tables.get("attempts", []) if r.get("status") == "accepted"]
-    if camp.table_files.get("attempts") and len(accepted) != 1:
-        out.append(
-            Problem(
-                camp.table_files["attempts"],
-                None,
-                "status",
-                f"exactly one attempt must be accepted, found {len(accepted)}",
-            )
-        )
-    for r in camp.tables.get("attempts", []):
-        if r.get("status") in ("interrupted", "rejected") and not r.get("reason"):
-            out.append(
-                Problem(
-                    camp.table_files["attempts"],
-                    camp.label(r),
-                    "reason",
-                    f"a {r['status']} attempt must say why",
-                )
-            )
-    out += _unique(camp, "attempts", "attempt_id")
-    out += _unique(camp, "receipts", "request_id")
-    out += _unique(camp, "gates", "gate_id")
-    out += _unique(camp, "comparisons", "comparison_id")
-    out += _unique(camp, "sources", "source_id")
-    out += _unique(camp, "claims", "claim_id")
-    out += _unique(camp, "artifacts", "path")
-    for t in ("receipts", "worker_exits", "telemetry", "comparisons"):
-        out += _refs(camp, t, "attempt_id", attempts, "attempt (attempts table)")
-    for t in ("receipts", "worker_exits", "telemetry"):
-        out += _refs(camp, t, "arm", arms, "arm (campaign.json arms)")
-    requests = _request_ids(camp)
-    for k in ("baseline_request_id", "candidate_request_id"):
-        out += _refs(camp, "comparisons", k, requests, "request (receipts table)")
-    out += _order_checks(camp)
-    for a in camp.tables.get("artifacts", []):
-        p = a.get("path")
-        if isinstance(p, str) and (PurePosixPath(p).is_absolute() or ".." in p.split("/")):
-            out.append(
-                Problem(
-                    camp.table_files["artifacts"],
-                    camp.label(a),
-                    "path",
-                    "must be relative, without '..'",
-                )
-            )
-        elif isinstance(p, str) and (why := name_problem(p)) is not None:
-            out.append(Problem(camp.table_files["artifacts"], camp.label(a), "path", why))
-    out += _plan_checks(camp, arms)
-    out += _claim_checks(camp, arms)
-    return out
-
-
-def _request_ids(camp: Campaign) -> set[str]:
-    """The receipts' request ids that comparisons refer to (all of them, per row)."""
-    ct = camp.columns.get("receipts")
-    if ct is None:
-        return set(_ids(camp.tables.get("receipts", []), "request_id"))
-    # A million ids as a Python set costs more than asking Arrow about the few referenced.
-    wanted = {
-        v
-        for c in camp.tables.get("comparisons", [])
-        for k in ("baseline_request_id", "candidate_request_id")
-        if isinstance(v := c.get(k), str)
-    }
-    probe = pa.array(sorted(wanted), pa.string())
-    found = pc.is_in(probe, value_set=ct.column("request_id"))
-    return {v for v in pc.filter(probe, found).to_pylist() if isinstance(v, str)}
-
-
-def _valid_ns(values: list[Any]) -> pa.Array[Any]:
-    """Timestamps in bulk; values that are not storable RFC 3339 become null."""
-    strings = [v if isinstance(v, str) and RFC3339.match(v) else None for v in values]
-    try:
-        return timestamps_ns(strings)
-    except (pa.ArrowInvalid, OverflowError):  # an impossible date somewhere: sort it out
-        return timestamps_ns([v if v and datetime_problem(v) is None else None for v in strings])
-
-
-def _order_checks(camp: Campaign) -> list[Problem]:
-    """Receipts that end before they start (both timestamps valid)."""
-    rel = camp.table_files.get("receipts", "receipts")
-    if (ct := camp.columns.get("receipts")) is not None:
-        # Both columns passed the column checks: valid, non-null timestamps.
-        s0 = np.asarray(ct.column("start").cast(pa.int64()))
-        e0 = np.asarray(ct.column("end").cast(pa.int64()))
-        return [
-            Problem(rel, ct.label(i), "end", "ends before it starts")
-            for i in np.flatnonzero(e0 < s0).tolist()
-        ]
-    rows = camp.tables.get("receipts", [])
-
-    # A missing or malformed timestamp (null here) is reported by the row check already.
-    starts = _valid_ns([r.get("start") for r in rows]).cast(pa.int64())
-    ends = _valid_ns([r.get("end") for r in rows]).cast(pa.int64())
-    known = np.asarray(pc.and_(pc.is_valid(starts), pc.is_valid(ends)))
-    s = np.asarray(starts.fill_null(0))
-    e = np.asarray(ends.fill_null(0))
-    bad = known & (e < s)
-    return [
-        Problem(rel, camp.label(rows[i]), "end", "ends before it starts") for i in bad.nonzero()[0]
-    ]
+    # The same checks every bundle reader runs on a bundle's tables (bundler/contract.py).
+    return cross_checks(camp.doc, _views(camp)) + _plan_checks(camp, set(camp.arm_ids))
 
 
 def _plan_checks(camp: Campaign, arms: set[str]) -> list[Problem]:
@@ -740,59 +563,4 @@ def _plan_checks(camp: Campaign, arms: set[str]) -> list[Problem]:
     if isinstance(teardown, dict) and not is_serving_plan(plan):
         for a in arms - set(teardown):
             out.append(Problem(rel, None, "teardown", f"no teardown budget for arm {a!r}"))
-    return out
-
-
-def _claim_param_checks(
-    stat: Statistic, params: dict[str, Any], arms: set[str], metrics: set[Any]
-) -> list[tuple[str, str]]:
-    """(field, message) pairs for a claim's parameters."""
-    out = [(f"params.{p}", f"{stat.name} needs {p!r}") for p in stat.params if p not in params]
-    out += [
-        (f"params.{p}", f"{stat.name} takes no {p!r}")
-        for p in sorted(set(params) - {*stat.params, *stat.optional, "attempt"})
-    ]
-    out += [
-        (f"params.{p}", f"{params[p]!r} is not an arm")
-        for p in ("arm", "baseline", "candidate")
-        if p in params and (not isinstance(params[p], str) or params[p] not in arms)
-    ]
-    if "metric" in params and (
-        not isinstance(params["metric"], str) or params["metric"] not in metrics
-    ):
-        out.append(("params.metric", f"{params['metric']!r} is neither gated nor recorded"))
-    return out
-
-
-def _decimals_check(value: Any, decimals: Any) -> str | None:
-    if not (isinstance(value, str) and isinstance(decimals, int)):
-        return None
-    try:
-        exp = Decimal(value).as_tuple().exponent
-    except ArithmeticError:
-        return None  # the schema's pattern check names a malformed value
-    if isinstance(exp, int) and -exp != decimals:
-        return f"value {value!r} has {-exp} decimals, not {decimals}"
-    return None
-
-
-def _claim_checks(camp: Campaign, arms: set[str]) -> list[Problem]:
-    rel = camp.table_files.get("claims", "claims")
-    metrics: set[Any] = set(_ids(camp.tables.get("gates", []), "metric"))
-    for c in camp.tables.get("comparisons", []):
-        if isinstance(c.get("metrics"), dict):
-            metrics.update(c["metrics"])
-    out = []
-    for c in camp.tables.get("claims", []):
-        stat = STATISTICS.get(str(c.get("statistic")))
-        params = c.get("params") or {}
-        if stat is None or not isinstance(params, dict):
-            continue  # the schema check already named it
-        found = _claim_param_checks(stat, params, arms, metrics)
-        if c.get("unit") is not None and c.get("unit") not in stat.units:
-            found.append(("unit", f"{stat.name} is stated in {stat.units}"))
-        bad_decimals = _decimals_check(c.get("value"), c.get("decimals"))
-        if bad_decimals:
-            found.append(("decimals", bad_decimals))
-        out += [Problem(rel, camp.label(c), f, m) for f, m in found]
     return out

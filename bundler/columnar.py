@@ -45,8 +45,11 @@ __all__ = [
     "COLUMNAR_TABLES",
     "PER_ROW_ENV",
     "ColumnTable",
+    "column_kinds",
+    "numbers_ok",
     "per_row_forced",
     "read_columnar",
+    "strings_ok",
     "to_bundle_table",
 ]
 
@@ -125,7 +128,7 @@ class ColumnTable:
         return self.table.column(field).combine_chunks()
 
 
-def _kinds(prop: dict[str, Any]) -> list[str] | None:
+def column_kinds(prop: dict[str, Any]) -> list[str] | None:
     """The JSON types of a field, or None when the column checks do not cover it."""
     if set(prop) - _KEYWORDS:
         return None
@@ -148,7 +151,7 @@ def _plan(name: str) -> dict[str, tuple[dict[str, Any], list[str], bool]] | None
     required = set(schema.get("required", []))
     out = {}
     for field, prop in schema["properties"].items():
-        kinds = _kinds(prop)
+        kinds = column_kinds(prop)
         if kinds is None:
             return None
         out[field] = (prop, kinds, field in required)
@@ -167,7 +170,8 @@ def _all(mask: pa.Array[Any]) -> bool:
     return bool(pc.all(mask).as_py() is not False)
 
 
-def _strings_ok(arr: pa.Array[Any], prop: dict[str, Any]) -> bool:  # noqa: PLR0911
+def strings_ok(arr: pa.Array[Any], prop: dict[str, Any]) -> bool:  # noqa: PLR0911
+    """Whether every non-null string of ``arr`` surely satisfies ``prop`` (False: not sure)."""
     valid: Any = arr.drop_null()
     if len(valid) == 0:
         return True
@@ -189,7 +193,8 @@ def _strings_ok(arr: pa.Array[Any], prop: dict[str, Any]) -> bool:  # noqa: PLR0
     return True
 
 
-def _numbers_ok(arr: pa.Array[Any], prop: dict[str, Any], kinds: list[str]) -> bool:
+def numbers_ok(arr: pa.Array[Any], prop: dict[str, Any], kinds: list[str]) -> bool:
+    """Whether every non-null number of ``arr`` is finite and within ``prop``'s bounds."""
     valid: Any = arr.drop_null()
     if len(valid) == 0:
         return True
@@ -222,14 +227,14 @@ def _checked(
             # Missing and null look alike once read; the per-row path tells them apart.
             return None
         if pa.types.is_string(arr.type):
-            if not _strings_ok(arr, prop):
+            if not strings_ok(arr, prop):
                 return None
             if prop.get("format") == "date-time":
                 try:
                     arr = timestamps_ns(arr)
                 except (pa.ArrowInvalid, OverflowError):
                     return None
-        elif not _numbers_ok(arr, prop, kinds):
+        elif not numbers_ok(arr, prop, kinds):
             return None
         out[field] = arr
     return pa.table(out)

@@ -37,6 +37,8 @@ __all__ = [
     "scrubbable",
     "table_schema",
     "timestamps_ns",
+    "types_of",
+    "value_error",
 ]
 
 TABLE_FORMAT_VERSION = "1"
@@ -97,7 +99,8 @@ def table_schema(name: str) -> dict[str, Any]:
     return schema
 
 
-def _types(prop: dict[str, Any]) -> list[str]:
+def types_of(prop: dict[str, Any]) -> list[str]:
+    """The JSON types a field's schema allows (an enum's from its values)."""
     if "type" in prop:
         t = prop["type"]
         return [t] if isinstance(t, str) else list(t)
@@ -108,7 +111,7 @@ def _types(prop: dict[str, Any]) -> list[str]:
 
 
 def _arrow_type(prop: dict[str, Any]) -> pa.DataType:
-    kinds = [k for k in _types(prop) if k != "null"]
+    kinds = [k for k in types_of(prop) if k != "null"]
     kind = kinds[0]
     if kind == "string" and prop.get("format") == "date-time":
         return pa.timestamp("ns", tz="UTC")
@@ -137,7 +140,7 @@ def arrow_schema(name: str) -> pa.Schema:
     required = set(schema.get("required", []))
     fields = []
     for field, prop in schema["properties"].items():
-        nullable = field not in required or "null" in _types(prop)
+        nullable = field not in required or "null" in types_of(prop)
         fields.append(pa.field(field, _arrow_type(prop), nullable=nullable))
     fields.append(pa.field(EXTRA_COLUMN, pa.string(), nullable=True))
     return pa.schema(
@@ -178,8 +181,10 @@ def datetime_problem(value: str) -> str | None:
     return None
 
 
-def _value_error(value: Any, prop: dict[str, Any]) -> str | None:  # noqa: C901, PLR0911, PLR0912
-    kinds = _types(prop)
+def value_error(value: Any, prop: dict[str, Any]) -> str | None:  # noqa: C901, PLR0911, PLR0912
+    """Why ``value`` does not satisfy the field schema ``prop``, or None: the one wording of
+    every per-value problem, for campaign rows and bundle tables alike."""
+    kinds = types_of(prop)
     if "const" in prop and value != prop["const"]:
         return f"must be {prop['const']!r}"
     if "enum" in prop:
@@ -216,7 +221,7 @@ def _value_error(value: Any, prop: dict[str, Any]) -> str | None:  # noqa: C901,
         addl = prop.get("additionalProperties")
         if isinstance(addl, dict):
             for k, v in value.items():
-                msg = _value_error(v, addl)
+                msg = value_error(v, addl)
                 if msg:
                     return f"entry {k!r}: {msg}"
     return None
@@ -265,7 +270,7 @@ def _numbers_ok(numbers: list[Any], prop: dict[str, Any]) -> bool:
     if not all(map(math.isfinite, numbers)):
         return False
     lo, hi = min(numbers), max(numbers)
-    if "integer" in _types(prop) and not (lo >= INT64_MIN and hi <= INT64_MAX):
+    if "integer" in types_of(prop) and not (lo >= INT64_MIN and hi <= INT64_MAX):
         return False
     return not (
         ("minimum" in prop and lo < prop["minimum"])
@@ -283,7 +288,7 @@ def _column_ok(values: list[Any], prop: dict[str, Any], required: bool) -> bool:
     present = [v for v in values if v is not _MISSING]
     if required and len(present) != len(values):
         return False
-    allowed = {t for k in _types(prop) for t in _PY_TYPES[k]}
+    allowed = {t for k in types_of(prop) for t in _PY_TYPES[k]}
     if not {type(v) for v in present} <= allowed:
         return False  # includes bool-for-number and integral floats: the slow path decides
     if "enum" in prop or "const" in prop:
@@ -316,7 +321,7 @@ def check_rows(name: str, rows: Sequence[dict[str, Any]]) -> list[RowError]:
                 if is_required:
                     errors.append(RowError(i, field, "is required"))
                 continue
-            msg = _value_error(value, prop)
+            msg = value_error(value, prop)
             if msg:
                 errors.append(RowError(i, field, msg))
     errors.sort(key=lambda e: e.index)
@@ -338,7 +343,7 @@ def timestamps_ns(values: Sequence[str | None] | pa.Array[Any]) -> pa.Array[Any]
 def _converter(prop: dict[str, Any], typ: pa.DataType) -> Callable[[Any], Any]:
     if pa.types.is_map(typ):
         return lambda v: None if v is None else sorted((k, float(x)) for k, x in v.items())
-    if pa.types.is_string(typ) and "object" in _types(prop):
+    if pa.types.is_string(typ) and "object" in types_of(prop):
         return lambda v: None if v is None else jcs.dumps(v).decode("utf-8")
     if pa.types.is_floating(typ):
         return lambda v: None if v is None else float(v)
@@ -391,5 +396,5 @@ def scrubbable(prop: dict[str, Any]) -> bool:
     """Whether the sanitizer sees a field (strings and objects, not timestamps or digests)."""
     if prop.get("format") == "date-time" or "0-9a-f]{64}" in prop.get("pattern", ""):
         return False
-    kinds = _types(prop)
+    kinds = types_of(prop)
     return "string" in kinds or "object" in kinds

@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from bundler import __version__
 from bundler.container import Limits
+from bundler.contract import check_bundle_tables
 from bundler.errors import BundleFormatError, Problem
 from bundler.tables import TABLE_NAMES, arrow_schema
 from bundler.verified import VerifiedBundle, open_verified
@@ -88,7 +89,10 @@ def inputs_from_bundle(bundle: VerifiedBundle | OpenedBundle) -> ReplayInputs:
         BundleFormatError: a document is not a JSON object, or the plan the campaign
             names is a table or absent (possible only in a bundle sealed by another tool,
             accepted unsigned); or the content is over replay's limits
-            (:func:`replay.content_limits.check_content_limits`).
+            (:func:`replay.content_limits.check_content_limits`); or a table breaks the
+            contract seal enforces (:func:`bundler.contract.check_bundle_tables`), each
+            problem located by member, row and field. A signature vouches for who
+            sealed, not for sanity.
     """
     document = bundle.document if isinstance(bundle, VerifiedBundle) else _opened_document(bundle)
     campaign = document("campaign.json") or {}
@@ -97,6 +101,7 @@ def inputs_from_bundle(bundle: VerifiedBundle | OpenedBundle) -> ReplayInputs:
     opened = bundle.opened if isinstance(bundle, VerifiedBundle) else bundle
     check_content_limits(opened.members, campaign, bundle=str(opened.report.path))
     tables = {name: _table(opened, name) for name in TABLE_NAMES}
+    _check_contract(opened, campaign, tables)
     return ReplayInputs(
         campaign=campaign,
         plan=plan,
@@ -105,6 +110,19 @@ def inputs_from_bundle(bundle: VerifiedBundle | OpenedBundle) -> ReplayInputs:
         tables=tables,
         serving=load_serving(lambda name: _member_bytes(opened, name)),
     )
+
+
+def _check_contract(
+    opened: OpenedBundle, campaign: dict[str, Any], tables: dict[str, pa.Table]
+) -> None:
+    """Refuse tables that seal would have refused, before any statistic is computed."""
+    problems = check_bundle_tables(campaign, tables)
+    if problems:
+        raise BundleFormatError(
+            f"{opened.report.path}: {len(problems)} table problem(s): the tables break the "
+            "contract seal enforces; refused",
+            problems,
+        )
 
 
 def _member_bytes(opened: OpenedBundle, name: str) -> bytes | None:

@@ -28,6 +28,7 @@ __all__ = [
     "display",
     "fraction_of",
     "group_sums",
+    "is_negative",
     "round_half_even",
     "to_double",
 ]
@@ -64,6 +65,8 @@ def fraction_of(x: float) -> Fraction:
 def to_double(value: Exact) -> float:
     """The double nearest to ``value`` (the statistic's *recomputed value*).
 
+    Raises OverflowError when ``value`` is beyond the largest double.
+
     ``int / int`` is correctly rounded in Python, so is ``float(Fraction)``. A
     root goes through an 80-digit decimal square root (exact whenever the root
     terminates within 80 digits), then the correctly rounded ``float(Decimal)``.
@@ -74,7 +77,15 @@ def to_double(value: Exact) -> float:
     if sq == 0:
         return 0.0
     ctx = decimal.Context(prec=_SQRT_DIGITS)
-    return float(ctx.sqrt(ctx.divide(Decimal(sq.numerator), Decimal(sq.denominator))))
+    x = float(ctx.sqrt(ctx.divide(Decimal(sq.numerator), Decimal(sq.denominator))))
+    if math.isinf(x):  # float(Decimal) saturates where float(Fraction) raises: say so alike
+        raise OverflowError("the root is beyond the largest double")
+    return x
+
+
+def is_negative(value: Exact) -> bool:
+    """Whether ``value`` is below zero (exactly: no double needed, whatever its size)."""
+    return isinstance(value, Fraction) and value < 0
 
 
 def round_half_even(value: Exact | int, decimals: int) -> Decimal:
@@ -85,8 +96,22 @@ def round_half_even(value: Exact | int, decimals: int) -> Decimal:
     """
     if decimals < 0:
         raise ValueError("decimals must be >= 0")
-    exact = Decimal(value) if isinstance(value, int) else Decimal(to_double(value))
+    try:
+        exact = Decimal(value) if isinstance(value, int) else Decimal(to_double(value))
+    except OverflowError:
+        # Beyond the largest double no nearest double exists: round the value itself.
+        exact = _decimal(value, _ROUNDING.prec)
     return exact.quantize(Decimal(1).scaleb(-decimals), context=_ROUNDING)
+
+
+def _decimal(value: Exact | int, digits: int) -> Decimal:
+    """``value`` to ``digits`` significant decimal digits (for values no double holds)."""
+    ctx = decimal.Context(prec=digits, rounding=decimal.ROUND_HALF_EVEN, Emax=decimal.MAX_EMAX)
+    if isinstance(value, int):
+        return ctx.plus(Decimal(value))
+    sq = value.square if isinstance(value, Root) else value
+    q = ctx.divide(Decimal(sq.numerator), Decimal(sq.denominator))
+    return ctx.sqrt(q) if isinstance(value, Root) else q
 
 
 def display(value: Exact) -> str:
@@ -98,7 +123,10 @@ def display(value: Exact) -> str:
     """
     if isinstance(value, Fraction) and value.denominator == 1:
         return str(value.numerator)
-    return format(to_double(value), ".12g")
+    try:
+        return format(to_double(value), ".12g")
+    except OverflowError:
+        return format(_decimal(value, 12), ".12g")
 
 
 def shortest(value: Exact) -> str:
@@ -110,7 +138,10 @@ def shortest(value: Exact) -> str:
     """
     if isinstance(value, Fraction) and value.denominator == 1:
         return str(value.numerator)
-    return repr(to_double(value))
+    try:
+        return repr(to_double(value))
+    except OverflowError:
+        return format(_decimal(value, 17), ".17g")  # no double: 17 digits, as repr would give
 
 
 @dataclass(frozen=True)

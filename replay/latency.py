@@ -239,13 +239,19 @@ def welch_interval(
             f"no interval: {n1} baseline and {n2} candidate server(s); at least two per arm "
             "are needed to estimate server-to-server variation"
         )
-    v1 = float(baseline.sd_server_means_s.square if baseline.sd_server_means_s else 0) / n1
-    v2 = float(candidate.sd_server_means_s.square if candidate.sd_server_means_s else 0) / n2
-    diff = float(baseline.mean_s - candidate.mean_s)
-    se = math.sqrt(v1 + v2)
-    if se == 0:
-        return None, "no interval: the server means of both arms are identical within each arm"
-    df = (v1 + v2) ** 2 / (v1**2 / (n1 - 1) + v2**2 / (n2 - 1))
+    try:
+        v1 = float(baseline.sd_server_means_s.square if baseline.sd_server_means_s else 0) / n1
+        v2 = float(candidate.sd_server_means_s.square if candidate.sd_server_means_s else 0) / n2
+        diff = float(baseline.mean_s - candidate.mean_s)
+        se = math.sqrt(v1 + v2)
+        if se == 0:
+            return None, "no interval: the server means of both arms are identical within each arm"
+        df = (v1 + v2) ** 2 / (v1**2 / (n1 - 1) + v2**2 / (n2 - 1))
+    except (OverflowError, ZeroDivisionError):
+        # Latencies near the largest double (valid, absurd) square past it: no t-interval.
+        return None, "no interval: the server means' variances exceed the range of a double"
+    if not math.isfinite(df) or not math.isfinite(se):
+        return None, "no interval: the server means' variances exceed the range of a double"
     t = float(stdtrit(df, 0.5 + level / 2))
     low, high = diff - t * se, diff + t * se
     pct = f"{level * 100:g} %"

@@ -26,7 +26,14 @@ are part of the one result (null when not done)."""
 
 
 def _x(value: Exact | None) -> float | None:
-    return None if value is None else float(value)
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        # Valid but absurd inputs (latencies near 1e308 s) can leave the range of a double;
+        # JSON has no number for that. The claims keep the exact text (``exact``).
+        return None
 
 
 def _check(c: GateCheck | None) -> dict[str, Any] | None:

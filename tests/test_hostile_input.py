@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 import bundler.campaign
+import bundler.contract
 from bundler._internal.textsafe import has_unsafe, json_safe, safe, unsafe_chars
 from bundler.campaign import MAX_JSON_DEPTH, json_depth_exceeds, load_campaign
 from bundler.seal import seal_campaign
@@ -289,6 +290,7 @@ def spoof_bundle(tmp_path: Path, keys: Keys, monkeypatch: pytest.MonkeyPatch) ->
     camp = write_campaign(tmp_path / "c", **{"artifacts.jsonl": [SPOOF_ARTIFACT]})
     (camp / SPOOF_FILE).write_text("hello")
     monkeypatch.setattr(bundler.campaign, "name_problem", lambda rel: None, raising=False)
+    monkeypatch.setattr(bundler.contract, "name_problem", lambda rel: None)
     out = tmp_path / "spoof.bundle"
     seal_campaign(camp, out, keys=[keys.private])
     monkeypatch.undo()

@@ -157,7 +157,9 @@ from replay.conformance import check_conformance
 from replay.attempts import Window
 tables = {m.name: m.data for m in read_container(sys.argv[1])}
 receipts = pq.read_table(io.BytesIO(tables["tables/receipts.parquet"]))
-campaign = {"arms": [{"id": "a0", "role": "baseline"}, {"id": "a1", "role": "candidate"}]}
+campaign = {"arms": [
+    {"id": "baseline", "role": "baseline"}, {"id": "candidate", "role": "candidate"}
+]}
 inputs = ReplayInputs(campaign, {"id": "p"}, "plans/p.json", None, {"receipts": receipts})
 lat = compute_latency(inputs, "a2")
 conf = check_conformance(inputs, "a2", Window(None, None), None)

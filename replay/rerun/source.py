@@ -17,6 +17,7 @@ from typing import Any
 from bundler.errors import UsageError
 from bundler.tables import EXTRA_COLUMN
 from bundler.verified import VerifiedBundle, open_verified
+from replay.api import inputs_from_bundle
 from replay.rerun.client import FilePart
 from replay.rerun.options import FILE_FIELDS, RerunOptions
 from replay.rerun.writer import SealedSource
@@ -75,8 +76,12 @@ def read_sealed(bundle: VerifiedBundle) -> SealedRead:
 
     Raises:
         UsageError: ``campaign.json`` names a plan the bundle lacks.
-        BundleFormatError: a document of a bundle accepted unsigned is malformed.
+        BundleFormatError: a document of a bundle accepted unsigned is malformed, or a
+            table breaks the table contract (checked as replay checks it).
     """
+    # The rerun copies gates, pairing and receipts from these tables: the same contract
+    # check as replay's, in the same place, before anything is copied.
+    inputs_from_bundle(bundle)
     campaign = bundle.document("campaign.json") or {}
     plan_name = str(campaign.get("plan", ""))
     plan_bytes = bundle.member_bytes(plan_name)

@@ -22,10 +22,11 @@ __all__ = ["REPLAY_EXIT_HELP", "replay_command"]
 REPLAY_EXIT_HELP = """\b
 Exit codes:
   0  CONFIRMED: every claim confirmed, every gate passes, receipts conform to the plan
-  1  integrity: tampered or malformed bundle; unsigned or untrusted without
-     --allow-unsigned; with --media, media that differ from their sealed digests
+  1  integrity: tampered or malformed bundle, or tables that break the table
+     contract; unsigned or untrusted without --allow-unsigned; with --media,
+     media that differ from their sealed digests
   2  usage: bad arguments, unreadable key
-  3  could not run: I/O error, no single accepted attempt
+  3  could not run: I/O error
   4  CONTRADICTED: a claim contradicted, a gate failed, a deviation from the frozen
      plan, mixed attempts; a re-scored output failing or not decoding; a rerun
      that did not reproduce the effect

@@ -24,11 +24,12 @@ __all__ = ["REPORT_EXIT_HELP", "report_command"]
 REPORT_EXIT_HELP = """\b
 Exit codes (the report is written for 0, 1 with --media, 4 and 5):
   0  CONFIRMED: every claim confirmed, every gate passes, receipts conform to the plan
-  1  integrity: tampered or malformed bundle (nothing written); unsigned or untrusted
-     without --allow-unsigned (nothing written); with --media, media that differ
-     from their sealed digests (written)
+  1  integrity: tampered or malformed bundle, or tables that break the table
+     contract (nothing written); unsigned or untrusted without --allow-unsigned
+     (nothing written); with --media, media that differ from their sealed
+     digests (written)
   2  usage: bad arguments, unreadable key
-  3  could not run: I/O error, no single accepted attempt, matplotlib missing (HTML)
+  3  could not run: I/O error, matplotlib missing (HTML)
   4  written; CONTRADICTED: a claim contradicted, a gate failed, a deviation from the
      plan, mixed attempts, a re-scored output failing, a rerun not reproducing
   5  written; UNVERIFIED or NOT EVIDENCED (see bundle replay --help)

@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from replay.claims import CONFIRMED, CONTRADICTED, UNVERIFIABLE
-from replay.exact import Exact, round_half_even, to_double
+from replay.exact import Exact, is_negative, round_half_even
 from replay.html.view import Span
 from replay.result import Outcome
 
@@ -76,7 +76,7 @@ def _bytes(value: Any) -> str:
 def _pct(value: Exact | None) -> str:
     if value is None:
         return "-"
-    sign = "+" if to_double(value) >= 0 else ""
+    sign = "" if is_negative(value) else "+"
     return f"{sign}{_n(value)} %"
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.exact import to_double
+from replay.exact import is_negative, to_double
 from replay.html.charts import ArmPanel, Effect, ServerPoints, distribution_chart, latency_chart
 from replay.html.facts import BundleFacts
 from replay.html.sections.common import MAX_ROWS, _f, _n
@@ -99,8 +99,9 @@ def _effects(r: ReplayResult) -> list[Effect]:
     for p in r.latency.pairs:
         if p.percent_lower is None or p.speedup is None:
             continue
-        change = -to_double(p.percent_lower)
-        sign = "−" if change < 0 else "+"
+        # The sign from the exact value: a valid but absurd one may be beyond a double.
+        lower = p.percent_lower
+        sign = "+" if is_negative(lower) or lower == 0 else "−"
         label = f"{sign}{_n(abs(p.percent_lower))} %  ·  {_n(p.speedup)}×"
         out.append(Effect(p.baseline, p.candidate, label))
     return out
