@@ -89,7 +89,7 @@ def prepare_rerun(bundle: Path | VerifiedBundle, options: RerunOptions) -> Prepa
         plan=plan,
         schedule=schedule,
         targets=resolve_targets(plan, schedule, options),
-        files=input_files(plan, sealed.bundle, options),
+        files=input_files(plan, sealed.bundle, options, plan_name=name),
         check=check_plan(plan, elapsed_s=options.reservation_used_s),
         estimates=estimate(plan, schedule, sealed.receipts, sealed.sealed_attempt),
         sealed_attempt=sealed.sealed_attempt,

@@ -17,7 +17,14 @@ from replay.rerun.launcher import LaunchError, expand_command
 from replay.rerun.options import RerunOptions
 from replay.rerun.schedule import SlotPlan
 
-__all__ = ["VERSION_TIMEOUT_S", "Target", "check_endpoints", "placeholders", "resolve_targets"]
+__all__ = [
+    "VERSION_TIMEOUT_S",
+    "Target",
+    "check_endpoints",
+    "check_launch_consent",
+    "placeholders",
+    "resolve_targets",
+]
 
 VERSION_TIMEOUT_S = 10.0
 
@@ -70,6 +77,32 @@ def _launch_target(
     except LaunchError as exc:
         return None, f"arm {sp.arm!r}: {exc}"
     return Target(None, tmpl, tuple(str(a) for a in args), env_all), None
+
+
+def check_launch_consent(options: RerunOptions, *, dry_run: bool = False) -> None:
+    """Refuse to run a launch command from the bundle without the explicit opt-in.
+
+    The plan's ``launch`` templates are the bundle author's commands: with
+    ``--launch`` they run only under ``run_bundle_launch_command``; otherwise the
+    caller names the command (``launch_command``). A dry run starts nothing, so
+    it may show the plan's commands without the opt-in.
+
+    Raises:
+        UsageError: launch mode without either, both at once, or the opt-in without launch mode.
+    """
+    if options.launch_command and options.run_bundle_launch_command:
+        raise UsageError(
+            "give either --launch-command TEMPLATE or --run-bundle-launch-command, not both"
+        )
+    if options.run_bundle_launch_command and not options.launch:
+        raise UsageError("--run-bundle-launch-command needs --launch")
+    consented = bool(options.launch_command) or options.run_bundle_launch_command
+    if options.launch and not consented and not dry_run:
+        raise UsageError(
+            "--launch needs --launch-command TEMPLATE (a server command of your own), or "
+            "--run-bundle-launch-command to run the launch command written in the bundle's "
+            "plan (printed before it runs; --dry-run shows it without running it)"
+        )
 
 
 def resolve_targets(

@@ -225,6 +225,19 @@ def _show_dry_run(prep: PreparedRerun, as_json: bool) -> None:
     )
 
 
+def _announce_bundle_commands(prep: PreparedRerun) -> None:
+    """Print, before anything runs, each command from the bundle that is about to run."""
+    from bundler._internal.textsafe import safe
+
+    slots = [sp for sp, t in zip(prep.schedule, prep.targets, strict=True) if t.argv_template]
+    for sp, argv in zip(slots, prep.launch_commands(), strict=True):
+        click.echo(
+            f"--run-bundle-launch-command: will run the bundle's launch command for "
+            f"{safe(sp.arm)} on {safe(sp.server)} (PORT chosen at start): {safe(shlex.join(argv))}",
+            err=True,
+        )
+
+
 def _show_event(e: RerunEvent) -> None:
     count = f"[{e.done}/{e.total}] " if e.total else ""
     click.echo(f"{count}{e.kind}: {e.message}", err=True)
@@ -271,12 +284,23 @@ def _show_result(result: RerunResult, as_json: bool) -> None:
     metavar="NAME=URL",
     help="A running server for a server name or an arm id (repeatable).",
 )
-@click.option("--launch", is_flag=True, help="Start each server from the plan's launch template.")
+@click.option(
+    "--launch",
+    is_flag=True,
+    help="Start each server here: from --launch-command, or from the plan's own launch "
+    "template with --run-bundle-launch-command.",
+)
 @click.option(
     "--launch-command",
     metavar="TEMPLATE",
-    help="Launch template replacing the plan's; placeholders {port} {host} {arm} {server} "
+    help="Your server command (no shell); placeholders {port} {host} {arm} {server} "
     "{commit} {python} {model}, and {args} for the arm's launch.<arm>.args.",
+)
+@click.option(
+    "--run-bundle-launch-command",
+    is_flag=True,
+    help="With --launch: run the launch command written in the bundle's plan (the "
+    "author's command, printed before it runs). Without it, --launch needs --launch-command.",
 )
 @click.option(
     "--launch-cwd",
@@ -329,6 +353,7 @@ def rerun_command(
     endpoints: tuple[str, ...],
     launch: bool,
     launch_command: str | None,
+    run_bundle_launch_command: bool,
     launch_cwd: Path | None,
     env: tuple[str, ...],
     inputs: tuple[Path, ...],
@@ -346,6 +371,7 @@ def rerun_command(
     """Execute BUNDLE's frozen plan against real servers; write a rerun campaign into -o."""
     from bundler.keys import load_trusted_keys
     from replay.rerun.runner import RerunControl, RerunOptions, prepare_rerun, run_rerun
+    from replay.rerun.targets import check_launch_consent
 
     with cli_errors(as_json):
         out_dir = out_dir or old_out_dir
@@ -361,6 +387,7 @@ def rerun_command(
             endpoints=_pairs(endpoints, "--endpoint"),
             launch=launch,
             launch_command=launch_command,
+            run_bundle_launch_command=run_bundle_launch_command,
             launch_cwd=launch_cwd,
             env=_pairs(env, "--env"),
             inputs=inputs,
@@ -372,14 +399,25 @@ def rerun_command(
             trusted=trusted,
             allow_unsigned=allow_unsigned,
         )
+        check_launch_consent(options, dry_run=dry_run)
         verified = _open_bundle(bundle, options)
         if dry_run:
             _show_dry_run(prepare_rerun(verified, options), as_json)
             return
+        prepared = prepare_rerun(verified, options)
+        if run_bundle_launch_command:
+            _announce_bundle_commands(prepared)
         control = RerunControl()
         restore = control.install_signal_handlers()
         try:
-            result = run_rerun(verified, out_dir, options, progress=_show_event, control=control)
+            result = run_rerun(
+                verified,
+                out_dir,
+                options,
+                progress=_show_event,
+                control=control,
+                prepared=prepared,
+            )
         finally:
             restore()
         _show_result(result, as_json)
