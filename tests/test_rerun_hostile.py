@@ -287,6 +287,27 @@ def test_hostile_server_names_write_nothing_outside_the_output_folder(
     seal_campaign(out, tmp_path / "rerun.bundle", keys=[keys.private])
 
 
+def _sha8(name: str) -> str:
+    return hashlib.sha256(name.encode()).hexdigest()[:8]
+
+
+def test_safe_name_keeps_honest_names_and_maps_every_other_to_one_distinct_file_name() -> None:
+    # Imported here so that the rest of the file still runs (and fails) on the code before it.
+    from replay.rerun.confine import safe_name
+
+    # The rule as documented in docs/rerun.md, applied by hand.
+    for honest in ("baseline-1", "rerun-2", "rerun-1-candidate-2-03", "a.b_c"):
+        assert safe_name(honest) == honest
+    assert safe_name("x/../../escaped") == f"x_.._.._escaped-{_sha8('x/../../escaped')}"
+    assert safe_name("/etc/passwd") == f"_etc_passwd-{_sha8('/etc/passwd')}"
+    assert safe_name("..") == f"..-{_sha8('..')}"
+    assert safe_name(".") == f".-{_sha8('.')}"
+    assert safe_name("") == f"-{_sha8('')}"
+    assert safe_name("a" * 101) == "a" * 100 + f"-{_sha8('a' * 101)}"
+    # Two names that map to the same characters still get different files.
+    assert safe_name("a/b") != safe_name("a\\b") and safe_name("a/b") != "a_b"
+
+
 def test_the_writer_confines_a_hostile_attempt_id_and_request_id(tmp_path: Path) -> None:
     out = tmp_path / "box" / "out"
     out.parent.mkdir()

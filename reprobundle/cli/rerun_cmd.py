@@ -38,7 +38,9 @@ RERUN_EXIT_HELP = """\b
 Exit codes:
   0  the attempt was accepted: every arm position ran and every request succeeded
   1  integrity: the bundle does not verify, or is not trusted (--key / --allow-unsigned)
-  2  usage: bad arguments, a missing target or input, a runtime commit mismatch at an endpoint
+  2  usage: bad arguments, a missing target or input, an input path outside --inputs,
+     --launch without --launch-command or --run-bundle-launch-command, a runtime
+     commit mismatch at an endpoint (nothing was started or written)
   3  the attempt was interrupted (reservation watchdog, SIGTERM, SIGINT), or I/O error
   4  the attempt was rejected: a request failed or timed out, a server did not start,
      or a launched server reported another runtime commit
@@ -263,6 +265,8 @@ def _show_result(result: RerunResult, as_json: bool) -> None:
     "rerun",
     epilog=examples(
         "bundle rerun run.bundle --key author.pub -o rerun-campaign --launch --dry-run",
+        "bundle rerun run.bundle --key author.pub -o rerun-campaign --launch "
+        "--launch-command '/opt/vllm/bin/vllm serve --port {port} {args}' --dry-run",
     )
     + RERUN_EXIT_HELP,
 )
@@ -368,7 +372,12 @@ def rerun_command(
     dry_run: bool,
     as_json: bool,
 ) -> None:
-    """Execute BUNDLE's frozen plan against real servers; write a rerun campaign into -o."""
+    """Execute BUNDLE's frozen plan against real servers; write a rerun campaign into -o.
+
+    BUNDLE is untrusted even when it verifies: input files are read only from
+    inside --inputs (or the bundle), files are written only under -o, and the
+    plan's own launch command runs only with --run-bundle-launch-command.
+    """
     from bundler.keys import load_trusted_keys
     from replay.rerun.runner import RerunControl, RerunOptions, prepare_rerun, run_rerun
     from replay.rerun.targets import check_launch_consent
