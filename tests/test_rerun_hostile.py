@@ -12,7 +12,11 @@ Expected outcomes come from the threat, not from the code: the secret's bytes
 never leave the machine (the loopback server sees no request at all), nothing
 appears outside ``-o`` (the rest of the temporary tree is compared byte for byte
 before and after), and a command from the bundle runs only after the explicit
-opt-in and after being printed.
+opt-in and after being printed. The plan's ``launch.<arm>.env`` and ``{args}``
+reach the auditor's own ``--launch-command`` only as data: a variable that runs
+code (``LD_PRELOAD``, ``PATH``, ``BASH_ENV``, ...) is refused without the opt-in,
+and author text never runs as shell code (a marker file it would create never
+appears).
 """
 
 from __future__ import annotations
@@ -387,3 +391,231 @@ def test_run_bundle_launch_command_prints_the_command_escaped_then_runs_it(
     # Printed before anything ran: ahead of every progress event.
     events = [i for i, line in enumerate(lines) if line.startswith(("slot:", "note:", "[", "done"))]
     assert events and shown[0] < min(events), res.output
+
+
+# -- the plan's environment and {args} reach only the auditor's command as data -----------------
+
+# The auditor's own "server": records its argv and environment to a file, then exits. It is
+# started by --launch-command; it never becomes ready, so the attempt is rejected (exit 4).
+_RECORDER = (
+    "import json, os, pathlib, sys\n"
+    "pathlib.Path(sys.argv[1]).write_text(json.dumps([sys.argv[2:], dict(os.environ)]))\n"
+)
+
+
+def _recorder(tmp_path: Path) -> tuple[Path, Path]:
+    """The recorder script, and the file it writes when it runs."""
+    script = tmp_path / "auditor-tools" / "record.py"
+    script.parent.mkdir(exist_ok=True)
+    script.write_text(_RECORDER)
+    return script, tmp_path / "auditor-tools" / "ran.json"
+
+
+def _env_plan(env: dict[str, str], args: list[str] | None = None) -> dict[str, Any]:
+    arm: dict[str, Any] = {"env": env}
+    if args is not None:
+        arm["args"] = args
+    return one_position_plan(launch={"baseline": arm}, startup_budget_s=5)
+
+
+def _launch_own(bundle: Path, out: Path, keys: Keys, template: str, *extra: str) -> Result:
+    return _run_cli(
+        [
+            str(bundle),
+            "-o",
+            str(out),
+            "--key",
+            str(keys.public_path),
+            "--launch",
+            "--launch-command",
+            template,
+            *extra,
+        ]
+    )
+
+
+# Every name the threat names, one per kind of rule: exact names, the LD_/DYLD_/BASH_FUNC_
+# prefixes, the _PRELOAD and _INJECTION64_PATH suffixes, and names no shell would accept.
+DENIED = [
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "LD_BIND_NOW",
+    "DYLD_INSERT_LIBRARIES",
+    "BASH_ENV",
+    "ENV",
+    "PYTHONPATH",
+    "PYTHONSTARTUP",
+    "PYTHONHOME",
+    "PYTHONINSPECT",
+    "PYTHONUSERBASE",
+    "PERL5OPT",
+    "PERL5LIB",
+    "RUBYOPT",
+    "NODE_OPTIONS",
+    "PATH",
+    "IFS",
+    "PS4",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PROMPT_COMMAND",
+    "GCONV_PATH",
+    "HOSTALIASES",
+    "BASH_FUNC_serve",
+    "MY_PRELOAD",
+    "CUDA_INJECTION64_PATH",
+]
+INVALID = ["BASH_FUNC_serve%%", "1ABC", "A-B", "X.Y", "has space"]
+
+
+@pytest.mark.parametrize("name", DENIED + INVALID)
+def test_a_plan_env_variable_that_runs_author_code_is_refused_for_the_auditors_command(
+    tmp_path: Path, keys: Keys, name: str
+) -> None:
+    script, ran = _recorder(tmp_path)
+    bundle = seal(tmp_path, _env_plan({"OMP_NUM_THREADS": "4", name: "/author/payload"}), keys)
+    out = tmp_path / "rerun"
+    template = f"{{python}} {script} {ran} {{args}}"
+    res = _launch_own(bundle, out, keys, template)
+    assert res.exit_code == 2, res.output
+    assert not ran.exists(), "the auditor's command ran with the author's environment"
+    assert not out.exists()
+    # Located (plan member, launch.<arm>.env.<NAME>), with why and the way out.
+    assert "plans/reference-ab.json" in res.output
+    assert f"launch.baseline.env.{name}" in res.output
+    assert ("not a valid environment variable name" in res.output) == (name in INVALID)
+    assert "--run-bundle-launch-command" in res.output and "--env NAME=VALUE" in res.output
+    # A dry run shows the same refusal: what it would run, it would refuse.
+    res = _launch_own(bundle, out, keys, template, "--dry-run")
+    assert res.exit_code == 2 and f"launch.baseline.env.{name}" in res.output, res.output
+
+
+def test_honest_plan_env_and_args_still_reach_the_auditors_command(
+    tmp_path: Path, keys: Keys
+) -> None:
+    script, ran = _recorder(tmp_path)
+    honest = {
+        "ASCEND_RT_VISIBLE_DEVICES": "0,1,2,3",
+        "VLLM_WORKER_MULTIPROC_METHOD": "spawn",
+        "HCCL_CONNECT_TIMEOUT": "1200",
+        "OMP_NUM_THREADS": "4",
+        # Listed, but the auditor sets it too: the auditor's value is the one applied.
+        "PATH": "/author/bin",
+    }
+    args = ["--tensor-parallel-size", "4", "--compilation-config", '{"level": 3}']
+    bundle = seal(tmp_path, _env_plan(honest, args), keys)
+    res = _launch_own(
+        bundle,
+        tmp_path / "rerun",
+        keys,
+        f"{{python}} {script} {ran} {{args}}",
+        "--env",
+        f"PATH={os.environ['PATH']}",
+    )
+    assert res.exit_code == 4, res.output  # the recorder exits before it is ready
+    argv, env = json.loads(ran.read_text())
+    assert argv == args
+    for k in ("ASCEND_RT_VISIBLE_DEVICES", "VLLM_WORKER_MULTIPROC_METHOD", "HCCL_CONNECT_TIMEOUT"):
+        assert env[k] == honest[k]
+    assert env["OMP_NUM_THREADS"] == "4"
+    assert env["PATH"] == os.environ["PATH"]
+
+
+def test_run_bundle_launch_command_applies_the_plans_env_and_prints_it_first(
+    tmp_path: Path, keys: Keys
+) -> None:
+    script, ran = _recorder(tmp_path)
+    plan = one_position_plan(
+        launch={
+            "command": [sys.executable, str(script), str(ran)],
+            "baseline": {"env": {"PYTHONINSPECT": "", "PERL5OPT": "-Mauthor\x1b[2J"}},
+        },
+        startup_budget_s=5,
+    )
+    bundle = seal(tmp_path, plan, keys)
+    res = _run_cli(
+        [
+            str(bundle),
+            "-o",
+            str(tmp_path / "rerun"),
+            "--key",
+            str(keys.public_path),
+            "--launch",
+            "--run-bundle-launch-command",
+        ]
+    )
+    assert res.exit_code == 4, res.output
+    _, env = json.loads(ran.read_text())
+    assert env["PERL5OPT"] == "-Mauthor\x1b[2J" and env["PYTHONINSPECT"] == ""
+    assert "\x1b" not in res.output
+    lines = res.output.splitlines()
+    shown = [i for i, line in enumerate(lines) if "PERL5OPT=" in line]
+    assert shown and "\\x1b[2J" in lines[shown[0]], res.output
+    events = [i for i, line in enumerate(lines) if line.startswith(("slot:", "note:", "[", "done"))]
+    assert events and shown[0] < min(events), res.output
+
+
+INJECTIONS = ["x; touch {m}", "$(touch {m})", "`touch {m}`", "x' ; touch {m} ; '", "a\nb"]
+
+
+@pytest.mark.parametrize(
+    ("template", "with_args"),
+    [
+        ("{python} {script} {ran} {model} {args}", True),
+        ("sh -c '{python} {script} {ran} {model} {args}'", True),
+        ("env -i /bin/sh -ec '{python} {script} {ran} {model}'", False),
+    ],
+    ids=["argv", "shell", "shell-model-only"],
+)
+def test_author_text_in_model_and_args_never_runs_as_shell_code(
+    tmp_path: Path, keys: Keys, template: str, with_args: bool
+) -> None:
+    script, ran = _recorder(tmp_path)
+    marker = tmp_path / "MARKER"
+    args = [s.format(m=marker) for s in INJECTIONS]
+    plan = _env_plan({}, args)
+    plan["request"]["payload"]["model"] = f"m; touch {marker}"
+    bundle = seal(tmp_path, plan, keys)
+    cmd = template.replace("{script}", str(script)).replace("{ran}", str(ran))
+    res = _launch_own(bundle, tmp_path / "rerun", keys, cmd)
+    assert res.exit_code == 4, res.output
+    assert not marker.exists(), "author text ran as shell code"
+    argv, _ = json.loads(ran.read_text())
+    # Each value arrives as one argument, byte for byte.
+    assert argv == [f"m; touch {marker}", *(args if with_args else [])]
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "sh -c 'exec server --model \"{model}\"'",
+        "sh -c \"exec server --model '{model}'\"",
+        "bash -c 'exec server $(( {port} ))'",
+        "bash -c 'eval server {model}'",
+        "sh -c {args}",
+        "{args}",
+    ],
+)
+def test_a_placeholder_a_shell_would_read_again_is_refused(template: str) -> None:
+    from replay.rerun.launcher import LaunchError, expand_command
+
+    with pytest.raises(LaunchError):
+        expand_command(template, {"model": "m; touch x", "port": "1"}, ["touch", "x"])
+
+
+@pytest.mark.parametrize(
+    "arm", [{"env": {"A=B": "x"}}, {"env": {"OK": "a\x00b"}}, {"args": ["a\x00b"]}]
+)
+def test_a_variable_or_argument_no_process_can_take_is_refused_even_with_the_opt_in(
+    tmp_path: Path, keys: Keys, arm: dict[str, Any]
+) -> None:
+    script, ran = _recorder(tmp_path)
+    command = [sys.executable, str(script), str(ran), "{args}"]
+    bundle = seal(tmp_path, one_position_plan(launch={"command": command, "baseline": arm}), keys)
+    out = tmp_path / "rerun"
+    base = [str(bundle), "-o", str(out), "--key", str(keys.public_path), "--launch"]
+    res = _run_cli([*base, "--run-bundle-launch-command"])
+    # A located refusal (exit 2), not a traceback from exec, and nothing ran or was written.
+    assert res.exit_code == 2 and res.exc_info is not None and res.exc_info[0] is SystemExit
+    assert "launch" in res.output and "baseline" in res.output, res.output
+    assert not ran.exists() and not out.exists()

@@ -88,7 +88,7 @@ def prepare_rerun(bundle: Path | VerifiedBundle, options: RerunOptions) -> Prepa
         source=sealed.source,
         plan=plan,
         schedule=schedule,
-        targets=resolve_targets(plan, schedule, options),
+        targets=resolve_targets(plan, schedule, options, plan_name=name),
         files=input_files(plan, sealed.bundle, options, plan_name=name),
         check=check_plan(plan, elapsed_s=options.reservation_used_s),
         estimates=estimate(plan, schedule, sealed.receipts, sealed.sealed_attempt),

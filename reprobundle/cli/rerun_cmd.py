@@ -39,7 +39,8 @@ Exit codes:
   0  the attempt was accepted: every arm position ran and every request succeeded
   1  integrity: the bundle does not verify, or is not trusted (--key / --allow-unsigned)
   2  usage: bad arguments, a missing target or input, an input path outside --inputs,
-     --launch without --launch-command or --run-bundle-launch-command, a runtime
+     --launch without --launch-command or --run-bundle-launch-command, a plan
+     launch.<arm>.env variable refused for your --launch-command, a runtime
      commit mismatch at an endpoint (nothing was started or written)
   3  the attempt was interrupted (reservation watchdog, SIGTERM, SIGINT), or I/O error
   4  the attempt was rejected: a request failed or timed out, a server did not start,
@@ -231,11 +232,13 @@ def _announce_bundle_commands(prep: PreparedRerun) -> None:
     """Print, before anything runs, each command from the bundle that is about to run."""
     from bundler._internal.textsafe import safe
 
-    slots = [sp for sp, t in zip(prep.schedule, prep.targets, strict=True) if t.argv_template]
-    for sp, argv in zip(slots, prep.launch_commands(), strict=True):
+    slots = [(sp, t) for sp, t in zip(prep.schedule, prep.targets, strict=True) if t.argv_template]
+    for (sp, target), argv in zip(slots, prep.launch_commands(), strict=True):
+        env = shlex.join(f"{k}={v}" for k, v in target.env.items()) or "(none added)"
         click.echo(
             f"--run-bundle-launch-command: will run the bundle's launch command for "
-            f"{safe(sp.arm)} on {safe(sp.server)} (PORT chosen at start): {safe(shlex.join(argv))}",
+            f"{safe(sp.arm)} on {safe(sp.server)} (PORT chosen at start): {safe(shlex.join(argv))}"
+            f"; environment added: {safe(env)}",
             err=True,
         )
 
@@ -298,13 +301,17 @@ def _show_result(result: RerunResult, as_json: bool) -> None:
     "--launch-command",
     metavar="TEMPLATE",
     help="Your server command (no shell); placeholders {port} {host} {arm} {server} "
-    "{commit} {python} {model}, and {args} for the arm's launch.<arm>.args.",
+    "{commit} {python} {model}, and {args} for the arm's launch.<arm>.args: each value "
+    "one argument, shell-quoted inside a 'sh -c SCRIPT'. The plan's launch.<arm>.env "
+    "applies, except variables that would run code (LD_*, PATH, PYTHONPATH, BASH_ENV, "
+    "...: refused unless you set them with --env).",
 )
 @click.option(
     "--run-bundle-launch-command",
     is_flag=True,
-    help="With --launch: run the launch command written in the bundle's plan (the "
-    "author's command, printed before it runs). Without it, --launch needs --launch-command.",
+    help="With --launch: run the launch command and environment written in the bundle's "
+    "plan (the author's code, printed before it runs). Without it, --launch needs "
+    "--launch-command.",
 )
 @click.option(
     "--launch-cwd",
@@ -376,7 +383,8 @@ def rerun_command(
 
     BUNDLE is untrusted even when it verifies: input files are read only from
     inside --inputs (or the bundle), files are written only under -o, and the
-    plan's own launch command runs only with --run-bundle-launch-command.
+    plan's own launch command, or an environment variable of the plan that would
+    run code, runs only with --run-bundle-launch-command.
     """
     from bundler.keys import load_trusted_keys
     from replay.rerun.runner import RerunControl, RerunOptions, prepare_rerun, run_rerun
