@@ -169,6 +169,8 @@ def test_rerun_reproduces_the_effect_and_records_a_hang_and_a_stubborn_worker(
         "-o",
         str(out),
         "--launch",
+        # The sealed plan's own launch template (the reference server): an explicit opt-in.
+        "--run-bundle-launch-command",
         "--launch-cwd",
         str(REPO_ROOT),
         "--key",
@@ -192,6 +194,7 @@ def test_rerun_reproduces_the_effect_and_records_a_hang_and_a_stubborn_worker(
 
     opts = RerunOptions(
         launch=True,
+        run_bundle_launch_command=True,
         launch_cwd=REPO_ROOT,
         trusted=[keys.public],
         telemetry_command=["cat", str(NPU_SMI)],
@@ -402,6 +405,7 @@ def test_reservation_watchdog_ends_a_stuck_arm_as_the_plan_check_predicts(tmp_pa
     seal_campaign(camp, tmp_path / "orig.bundle")
     opts = RerunOptions(
         launch=True,
+        run_bundle_launch_command=True,
         launch_cwd=REPO_ROOT,
         allow_unsigned=True,
         env={"REFSERVER_FAULTS": json.dumps({"baseline-1": {"hang_requests": [1]}})},
@@ -456,6 +460,7 @@ def test_sigterm_to_the_rerun_is_a_reservation_stop(tmp_path: Path) -> None:
                 "-o",
                 str(tmp_path / "rerun"),
                 "--launch",
+                "--run-bundle-launch-command",
                 "--launch-cwd",
                 str(REPO_ROOT),
                 "--allow-unsigned",

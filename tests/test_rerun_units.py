@@ -321,7 +321,9 @@ def test_rerun_refuses_a_directory_it_did_not_write(tmp_path: Path) -> None:
     seal_campaign(camp, tmp_path / "orig.bundle")
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine", encoding="utf-8")
-    opts = RerunOptions(launch=True, launch_cwd=REPO_ROOT, allow_unsigned=True)
+    opts = RerunOptions(
+        launch=True, run_bundle_launch_command=True, launch_cwd=REPO_ROOT, allow_unsigned=True
+    )
     with pytest.raises(UsageError, match="not a rerun directory"):
         run_rerun(tmp_path / "orig.bundle", tmp_path / "other", opts)
     with pytest.raises(UsageError, match="either --launch or"):

@@ -58,6 +58,84 @@ class LaunchError(ValueError):
     """A launch template cannot be expanded or the server cannot be started."""
 
 
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh"})
+_SHELL_OPTION_WITH_ARG = frozenset({"-o", "+o", "-O", "+O"})
+_SCRIPT_FLAG = re.compile(r"-[A-Za-z]*c[A-Za-z]*")
+# In these a shell reads quoted text again (here-documents, arithmetic, [[ ]] operands, eval):
+# a script containing one may not hold a placeholder.
+_REREAD = ("<<", "((", "[[", "eval")
+# In a script ${NAME} is the shell's own expansion, not a placeholder.
+_SCRIPT_PLACEHOLDER = re.compile(r"(?<!\$)\{([A-Za-z_]+)\}")
+
+
+def _shell_script_index(tokens: Sequence[str]) -> int | None:
+    """The index of the script token of ``SHELL [options] -c SCRIPT`` anywhere in ``tokens``.
+
+    The shell may come after a wrapper (``env X=1 bash -c ...``, ``timeout 60 sh -c ...``).
+    """
+    for i, tok in enumerate(tokens):
+        if tok.rsplit("/", 1)[-1] not in _SHELLS:
+            continue
+        j = i + 1
+        while j < len(tokens):
+            opt = tokens[j]
+            if _SCRIPT_FLAG.fullmatch(opt):
+                return j + 1 if j + 1 < len(tokens) else None
+            if opt in _SHELL_OPTION_WITH_ARG:
+                j += 2
+            elif opt.startswith(("-", "+")) and opt not in ("-", "--"):
+                j += 1
+            else:
+                break
+    return None
+
+
+def _quoted_spans(script: str) -> list[tuple[int, int]]:
+    """Spans of ``script`` inside single or double quotes (POSIX rules; ``$'`` as single)."""
+    spans: list[tuple[int, int]] = []
+    i, n = 0, len(script)
+    while i < n:
+        c = script[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c in "'\"":
+            end = i + 1
+            while end < n and script[end] != c:
+                end += 2 if c == '"' and script[end] == "\\" else 1
+            spans.append((i, end))
+            i = end + 1
+            continue
+        i += 1
+    return spans
+
+
+def _expand_script(script: str, values: Mapping[str, str], args: Sequence[str]) -> str:
+    """Expand a shell script token: every value shell-quoted, ``{args}`` as quoted words.
+
+    A placeholder must stand bare in the script: inside quotes, a here-document or
+    arithmetic the shell would read the quoted value as text again.
+    """
+    spans = _quoted_spans(script)
+
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if any(a < m.start() < b for a, b in spans) or any(r in script for r in _REREAD):
+            raise LaunchError(
+                f"{{{name}}} in a shell script must stand outside quotes, here-documents, "
+                "arithmetic, [[ ]] and eval: rerun quotes its value for the shell"
+            )
+        if name == "args":
+            if not script[: m.start()].strip():
+                raise LaunchError("{args} cannot be the command of a shell script")
+            return shlex.join(args)
+        if name not in values:
+            raise LaunchError(f"unknown placeholder {{{name}}} in launch command")
+        return shlex.quote(values[name])
+
+    return _SCRIPT_PLACEHOLDER.sub(sub, script)
+
+
 def expand_command(
     template: str | Sequence[str], values: Mapping[str, str], args: Sequence[str] = ()
 ) -> list[str]:
@@ -65,14 +143,28 @@ def expand_command(
 
     A string template is split with :func:`shlex.split`. Each ``{name}`` is
     replaced by ``values[name]``; a token that is exactly ``{args}`` becomes
-    the items of ``args``.
+    the items of ``args``. Values and arguments (the plan's, the bundle
+    author's) thus only ever become argument elements, never command text.
+
+    When the template itself runs a shell (``sh -c SCRIPT``, also after a
+    wrapper such as ``env`` or ``timeout``), the script is command text: in it
+    every value is substituted with :func:`shlex.quote` and ``{args}`` as
+    :func:`shlex.join` of the arguments, and a placeholder inside quotes, a
+    here-document or arithmetic is refused.
 
     Raises:
-        LaunchError: an unknown placeholder, or an empty command.
+        LaunchError: an unknown or misplaced placeholder, a NUL character, or an
+            empty command.
     """
     tokens = shlex.split(template) if isinstance(template, str) else [str(t) for t in template]
+    script_at = _shell_script_index(tokens)
+    if tokens and tokens[0] == "{args}":
+        raise LaunchError("{args} cannot be the command itself: name the program it is for")
     out: list[str] = []
-    for tok in tokens:
+    for i, tok in enumerate(tokens):
+        if i == script_at:
+            out.append(_expand_script(tok, values, [str(a) for a in args]))
+            continue
         if tok == "{args}":
             out.extend(str(a) for a in args)
             continue
@@ -86,6 +178,8 @@ def expand_command(
         out.append(_PLACEHOLDER.sub(sub, tok))
     if not out:
         raise LaunchError("empty launch command")
+    if any("\0" in t for t in out):
+        raise LaunchError("a NUL character in the launch command or its arguments")
     return out
 
 

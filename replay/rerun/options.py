@@ -37,15 +37,19 @@ class RerunOptions:
     """How to run: targets, inputs, telemetry, trust, and reservation bookkeeping.
 
     Exactly one of ``endpoints`` (server name or arm id -> base URL) and
-    ``launch`` (start servers from the plan's ``launch`` templates, or from
-    ``launch_command``) must be given. ``trusted`` and ``allow_unsigned`` are
-    used when the sealed bundle is given as a path (it is then opened with
-    :func:`bundler.verified.open_verified`).
+    ``launch`` must be given. ``launch`` starts each server from
+    ``launch_command`` (the caller's own template), or, only when
+    ``run_bundle_launch_command`` says so, from the plan's ``launch``
+    templates: a command written by the bundle's author never runs without
+    that opt-in (a dry run may still show it). ``trusted`` and
+    ``allow_unsigned`` are used when the sealed bundle is given as a path (it
+    is then opened with :func:`bundler.verified.open_verified`).
     """
 
     endpoints: Mapping[str, str] = field(default_factory=dict)
     launch: bool = False
     launch_command: str | None = None
+    run_bundle_launch_command: bool = False
     launch_cwd: Path | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     inputs: Sequence[Path] = ()

@@ -43,7 +43,7 @@ from replay.rerun.options import (
 from replay.rerun.prepare import PreparedRerun, prepare_rerun
 from replay.rerun.records import attempt_record
 from replay.rerun.slots import AttemptRun, SlotResult
-from replay.rerun.targets import check_endpoints
+from replay.rerun.targets import check_endpoints, check_launch_consent
 from replay.rerun.telemetry import TelemetrySampler, TelemetrySource, source_for
 from replay.rerun.watchdog import ReservationWatchdog
 from replay.rerun.writer import RerunWriter
@@ -149,19 +149,25 @@ def run_rerun(
     *,
     progress: Progress | None = None,
     control: RerunControl | None = None,
+    prepared: PreparedRerun | None = None,
 ) -> RerunResult:
     """Execute ``bundle``'s frozen plan and write the rerun campaign into ``out_dir``.
 
     ``bundle`` is a verified bundle, or its path (opened with ``options.trusted``
-    and ``options.allow_unsigned``). Returns the attempt's result; an interrupted
-    or rejected attempt is a result too (``status``), never an exception.
+    and ``options.allow_unsigned``); ``prepared`` is its :func:`prepare_rerun`
+    with the same options, when the caller already has it. Returns the
+    attempt's result; an interrupted or rejected attempt is a result too
+    (``status``), never an exception.
 
     Raises:
         IntegrityError: the bundle at the path does not verify, or is not trusted.
         UsageError: the plan cannot be run as given (see :func:`prepare_rerun`),
-            or an endpoint reports another runtime commit.
+            the plan's own launch command without ``run_bundle_launch_command``
+            (:func:`~replay.rerun.targets.check_launch_consent`), or an endpoint
+            reports another runtime commit. Nothing is started or written then.
     """
-    prep = prepare_rerun(bundle, options)
+    check_launch_consent(options)
+    prep = prepared or prepare_rerun(bundle, options)
     if not options.launch:
         check_endpoints(prep.schedule, prep.targets, options)
     source = _telemetry_source(prep, options)

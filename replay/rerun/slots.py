@@ -9,6 +9,7 @@ the :class:`~replay.rerun.writer.RerunWriter` (rows from
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -16,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from bundler._internal.textsafe import safe
 from replay.rerun.client import (
     Deadline,
     DeadlineExceeded,
@@ -23,6 +25,7 @@ from replay.rerun.client import (
     VideoClient,
     commit_matches,
 )
+from replay.rerun.confine import safe_name
 from replay.rerun.launcher import LaunchError, LaunchSpec, ProcessExit, ServerProcess, free_port
 from replay.rerun.launcher import expand_command as expand
 from replay.rerun.options import FILE_FIELDS, Progress, RerunEvent, RerunOptions
@@ -298,7 +301,8 @@ class AttemptRun:
         )
         self.emit(
             "slot",
-            f"position {sp.slot.position}: {sp.arm} on {sp.server}: starting {' '.join(argv)}",
+            f"position {sp.slot.position}: {sp.arm} on {sp.server}: starting "
+            + safe(shlex.join(argv)),
         )
         try:
             return ServerProcess.start(spec), port, None
@@ -395,6 +399,13 @@ class AttemptRun:
         for sp, target in zip(self.prep.schedule, self.prep.targets, strict=True):
             if self.stop.is_set() or self.reject_reason:
                 return
+            if safe_name(sp.server) != sp.server:
+                # The tables keep the plan's name; say which file name stands for it.
+                self.emit(
+                    "note",
+                    f"server {sp.server!r} is named {safe_name(sp.server)} in file names "
+                    "(logs, media); the tables keep its name as planned",
+                )
             if target.url is not None:
                 result = self.run_endpoint(sp, target, sampler)
             else:

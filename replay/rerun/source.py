@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bundler.errors import UsageError
+from bundler.errors import Problem, UsageError
 from bundler.tables import EXTRA_COLUMN
 from bundler.verified import VerifiedBundle, open_verified
 from replay.api import inputs_from_bundle
 from replay.rerun.client import FilePart
+from replay.rerun.confine import InputRefused, input_problem, read_input
 from replay.rerun.options import FILE_FIELDS, RerunOptions
 from replay.rerun.writer import SealedSource
 
@@ -115,13 +116,32 @@ def read_sealed(bundle: VerifiedBundle) -> SealedRead:
     return SealedRead(bundle, source, plan, sealed_attempt, receipts)
 
 
+def _refused(plan_name: str, key: str, rel: str, why: str) -> UsageError:
+    where = Problem(plan_name, None, f"request.payload.{key}", f"{rel!r} {why}")
+    return UsageError(
+        f"{plan_name}: payload field {key} names a file outside --inputs and the bundle: "
+        "refused, nothing was read or sent",
+        [where],
+    )
+
+
 def input_files(
-    plan: Mapping[str, Any], bundle: VerifiedBundle, options: RerunOptions
+    plan: Mapping[str, Any],
+    bundle: VerifiedBundle,
+    options: RerunOptions,
+    *,
+    plan_name: str = "plan",
 ) -> dict[str, FilePart]:
     """The files the payload names: from the bundle's ``files/``, else from ``--inputs``.
 
+    A path is read only from inside an ``--inputs`` folder
+    (:func:`replay.rerun.confine.read_input`): an absolute path, a ``..``
+    part, or a symlink leading out is refused before anything is read or any
+    server is reached.
+
     Raises:
-        UsageError: a file is in neither, or differs from its sealed artifact's SHA-256.
+        UsageError: a path is refused, a file is in neither place, or it differs
+            from its sealed artifact's SHA-256 (located at ``plan_name``'s field).
     """
     request = plan.get("request")
     payload = request.get("payload") if isinstance(request, Mapping) else None
@@ -136,14 +156,18 @@ def input_files(
         rel = payload.get(key)
         if not isinstance(rel, str) or not rel:
             continue
+        why = input_problem(rel)
+        if why is not None:
+            raise _refused(plan_name, key, rel, why)
         carried = bundle.member_bytes(f"files/{rel}")
         data = carried
-        if data is None:
-            for d in options.inputs:
-                candidate = Path(d) / rel
-                if candidate.is_file():
-                    data = candidate.read_bytes()
-                    break
+        for d in options.inputs if data is None else ():
+            try:
+                data = read_input(d, rel)
+            except InputRefused as exc:
+                raise _refused(plan_name, key, rel, f"in {str(d)!r} {exc}") from exc
+            if data is not None:
+                break
         if data is None:
             raise UsageError(
                 f"payload field {key} names {rel!r}, which is not in the bundle: "

@@ -11,13 +11,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bundler.errors import UsageError
+from bundler._internal.textsafe import safe
+from bundler.errors import Problem, UsageError
 from replay.rerun.client import VideoClient, commit_matches
 from replay.rerun.launcher import LaunchError, expand_command
 from replay.rerun.options import RerunOptions
+from replay.rerun.plan_env import env_refusal
 from replay.rerun.schedule import SlotPlan
 
-__all__ = ["VERSION_TIMEOUT_S", "Target", "check_endpoints", "placeholders", "resolve_targets"]
+__all__ = [
+    "VERSION_TIMEOUT_S",
+    "Target",
+    "check_endpoints",
+    "check_launch_consent",
+    "check_plan_env",
+    "placeholders",
+    "resolve_targets",
+]
 
 VERSION_TIMEOUT_S = 10.0
 
@@ -72,17 +82,107 @@ def _launch_target(
     return Target(None, tmpl, tuple(str(a) for a in args), env_all), None
 
 
+def check_launch_consent(options: RerunOptions, *, dry_run: bool = False) -> None:
+    """Refuse to run a launch command from the bundle without the explicit opt-in.
+
+    The plan's ``launch`` templates are the bundle author's commands: with
+    ``--launch`` they run only under ``run_bundle_launch_command``; otherwise the
+    caller names the command (``launch_command``). A dry run starts nothing, so
+    it may show the plan's commands without the opt-in.
+
+    Raises:
+        UsageError: launch mode without either, both at once, or the opt-in without launch mode.
+    """
+    if options.launch_command and options.run_bundle_launch_command:
+        raise UsageError(
+            "give either --launch-command TEMPLATE or --run-bundle-launch-command, not both"
+        )
+    if options.run_bundle_launch_command and not options.launch:
+        raise UsageError("--run-bundle-launch-command needs --launch")
+    consented = bool(options.launch_command) or options.run_bundle_launch_command
+    if options.launch and not consented and not dry_run:
+        raise UsageError(
+            "--launch needs --launch-command TEMPLATE (a server command of your own), or "
+            "--run-bundle-launch-command to run the launch command written in the bundle's "
+            "plan (printed before it runs; --dry-run shows it without running it)"
+        )
+
+
+def _unsettable(name: str, value: str) -> bool:
+    # No process can be given such a variable (exec refuses it): refused with or without opt-in.
+    return not name or "=" in name or "\0" in name or "\0" in value
+
+
+def check_plan_env(
+    plan: Mapping[str, Any],
+    schedule: Sequence[SlotPlan],
+    options: RerunOptions,
+    *,
+    plan_name: str = "plan",
+) -> None:
+    """Refuse a plan environment variable that would run the author's code in the auditor's command.
+
+    In launch mode without ``run_bundle_launch_command``, every name in
+    ``launch.<arm>.env`` of an arm the schedule launches must be a valid name
+    and not on :data:`~replay.rerun.plan_env.AUTHOR_ENV_DENYLIST`, unless the
+    auditor sets that name with ``--env`` (then the plan's value never reaches
+    the process). With the opt-in only a variable no process can be given
+    (empty name, ``=`` or NUL) is refused. Nothing has run when this raises.
+
+    Raises:
+        UsageError: one :class:`~bundler.errors.Problem` per refused variable,
+            located at ``launch.<arm>.env.<NAME>`` of ``plan_name``.
+    """
+    if not options.launch:
+        return
+    launch = plan.get("launch")
+    launch = launch if isinstance(launch, Mapping) else {}
+    problems: list[Problem] = []
+    for arm in dict.fromkeys(sp.arm for sp in schedule):
+        per_arm = launch.get(arm)
+        env = per_arm.get("env") if isinstance(per_arm, Mapping) else None
+        if not isinstance(env, Mapping):
+            continue
+        for key, value in env.items():
+            name = str(key)
+            if _unsettable(name, str(value)):
+                why: str | None = "no process can be given it (empty name, '=' or NUL)"
+            elif options.run_bundle_launch_command or name in options.env:
+                why = None
+            else:
+                why = env_refusal(name)
+            if why is not None:
+                problems.append(Problem(plan_name, None, f"launch.{arm}.env.{safe(name)}", why))
+    if problems:
+        raise UsageError(
+            f"{plan_name}: the plan's launch environment is refused, nothing was run: without "
+            "--run-bundle-launch-command a plan may not set a variable that would run the "
+            "bundle author's code in your --launch-command. Set such a variable yourself with "
+            "--env NAME=VALUE, or pass --run-bundle-launch-command (instead of --launch-command) "
+            "to run the bundle's own launch command and environment as written, printed first",
+            problems,
+        )
+
+
 def resolve_targets(
-    plan: Mapping[str, Any], schedule: Sequence[SlotPlan], options: RerunOptions
+    plan: Mapping[str, Any],
+    schedule: Sequence[SlotPlan],
+    options: RerunOptions,
+    *,
+    plan_name: str = "plan",
 ) -> tuple[Target, ...]:
     """One target per slot, from ``--launch`` (the plan's templates) or ``--endpoint``.
 
+    In launch mode the plan's environment is checked first (:func:`check_plan_env`).
+
     Raises:
-        UsageError: both or neither mode, a slot with no target, or an endpoint name
-            that is neither a server nor an arm of the plan.
+        UsageError: both or neither mode, a slot with no target, a plan environment
+            variable refused, or an endpoint name that is neither a server nor an arm
+            of the plan.
     """
     if options.launch == bool(options.endpoints):
         raise UsageError("give either --launch or one --endpoint NAME=URL per arm or server")
+    check_plan_env(plan, schedule, options, plan_name=plan_name)
     out: list[Target] = []
     problems: list[str] = []
     for sp in schedule:

@@ -29,6 +29,7 @@ from typing import IO, Any
 from bundler._internal.atomic import atomic_write_bytes
 from bundler._internal.timefmt import format_ns
 from bundler.errors import UsageError
+from replay.rerun.confine import output_path, safe_name
 
 __all__ = ["APPENDED_TABLES", "RerunWriter", "SealedSource", "pair_comparisons"]
 
@@ -204,11 +205,12 @@ class RerunWriter:
 
     @staticmethod
     def _create(root: Path, source: SealedSource, accelerator: str) -> None:
-        atomic_write_bytes(root / "campaign.json", _dump(_rerun_campaign(source, accelerator)))
-        plan_path = root / source.plan_name
-        plan_path.parent.mkdir(parents=True, exist_ok=True)
-        plan_path.write_bytes(source.plan_bytes)
-        atomic_write_bytes(root / "claims.json", b"[]\n")
+        atomic_write_bytes(
+            output_path(root, "campaign.json"), _dump(_rerun_campaign(source, accelerator))
+        )
+        # The plan's member name is a verified bundle member name, confined all the same.
+        output_path(root, source.plan_name).write_bytes(source.plan_bytes)
+        atomic_write_bytes(output_path(root, "claims.json"), b"[]\n")
         not_claimed = [
             {
                 "what": "any statistic of this rerun as a published claim",
@@ -216,14 +218,14 @@ class RerunWriter:
                 "(bundle replay RERUN.bundle --against SEALED.bundle), not a new publication",
             }
         ]
-        atomic_write_bytes(root / "not_claimed.jsonl", _jsonl(not_claimed))
+        atomic_write_bytes(output_path(root, "not_claimed.jsonl"), _jsonl(not_claimed))
         if source.gates:
-            atomic_write_bytes(root / "gates.jsonl", _jsonl(list(source.gates)))
+            atomic_write_bytes(output_path(root, "gates.jsonl"), _jsonl(list(source.gates)))
         if source.scorer is not None:
-            atomic_write_bytes(root / "scorer.json", _dump(source.scorer))
-        atomic_write_bytes(root / "attempts.jsonl", b"")
+            atomic_write_bytes(output_path(root, "scorer.json"), _dump(source.scorer))
+        atomic_write_bytes(output_path(root, "attempts.jsonl"), b"")
         for name in APPENDED_TABLES:
-            (root / f"{name}.jsonl").touch()
+            output_path(root, f"{name}.jsonl").touch()
 
     @staticmethod
     def _existing(root: Path, source: SealedSource) -> list[dict[str, Any]]:
@@ -247,7 +249,7 @@ class RerunWriter:
         return attempts
 
     def _write_attempts(self) -> None:
-        atomic_write_bytes(self.root / "attempts.jsonl", _jsonl(self._attempts))
+        atomic_write_bytes(output_path(self.root, "attempts.jsonl"), _jsonl(self._attempts))
 
     def begin(self, start_ns: int, plan: str, note: str) -> None:
         """Record the attempt as started (status interrupted until :meth:`finish`)."""
@@ -276,7 +278,7 @@ class RerunWriter:
                 rows, self.comparisons_skipped = pair_comparisons(
                     self.source, self.attempt_id, self._receipts
                 )
-                atomic_write_bytes(self.root / "comparisons.jsonl", _jsonl(rows))
+                atomic_write_bytes(output_path(self.root, "comparisons.jsonl"), _jsonl(rows))
                 self.counts["comparisons"] = len(rows)
                 note += (
                     f"; {len(rows)} of {len(self.source.comparisons)} sealed comparisons "
@@ -290,7 +292,7 @@ class RerunWriter:
             for fh in self._files.values():
                 fh.close()
             self._files.clear()
-            path = self.root / "campaign.json"
+            path = output_path(self.root, "campaign.json")
             doc = json.loads(path.read_text(encoding="utf-8"))
             doc["hardware"]["count"] = max(int(doc["hardware"].get("count", 0)), len(self.devices))
             atomic_write_bytes(path, _dump(doc))
@@ -303,7 +305,7 @@ class RerunWriter:
         with self._lock:
             fh = self._files.get(table)
             if fh is None:
-                fh = (self.root / f"{table}.jsonl").open("a", encoding="utf-8")
+                fh = output_path(self.root, f"{table}.jsonl").open("a", encoding="utf-8")
                 self._files[table] = fh
             fh.write(line)
             fh.flush()
@@ -314,11 +316,14 @@ class RerunWriter:
                 self._receipts[(str(row["server"]), int(row["seq"]))] = dict(row)
 
     def write_media(self, request_id: str, data: bytes) -> tuple[str, str]:
-        """Store one output MP4 and its ``artifacts`` row; return (path, sha256)."""
-        rel = f"media/{self.attempt_id}/{request_id}.mp4"
-        path = self.root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(path, data)
+        """Store one output MP4 and its ``artifacts`` row; return (path, sha256).
+
+        The file is named by :func:`~replay.rerun.confine.safe_name` of the attempt
+        and request ids (the request id holds the plan's server name); the receipt
+        keeps the original id and this path in its ``media`` column.
+        """
+        rel = f"media/{safe_name(self.attempt_id)}/{safe_name(request_id)}.mp4"
+        atomic_write_bytes(output_path(self.root, rel), data)
         digest = hashlib.sha256(data).hexdigest()
         self.append(
             "artifacts",
@@ -334,10 +339,8 @@ class RerunWriter:
         return rel, digest
 
     def log_path(self, name: str) -> Path:
-        """``logs/<attempt>/<name>.log`` (sanitized when sealed)."""
-        path = self.root / "logs" / self.attempt_id / f"{name}.log"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return path
+        """``logs/<attempt>/<name>.log`` (sanitized when sealed), both parts :func:`safe_name`."""
+        return output_path(self.root, f"logs/{safe_name(self.attempt_id)}/{safe_name(name)}.log")
 
     def log(self, text: str, time_ns: int) -> None:
         """One line in the attempt's own log."""
@@ -346,6 +349,5 @@ class RerunWriter:
 
     def write_record(self, doc: Mapping[str, Any]) -> None:
         """The attempt's structured record, ``rerun/<attempt>.json`` (carried as a file)."""
-        path = self.root / "rerun" / f"{self.attempt_id}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path = output_path(self.root, f"rerun/{safe_name(self.attempt_id)}.json")
         atomic_write_bytes(path, _dump(doc))

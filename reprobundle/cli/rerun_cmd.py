@@ -46,7 +46,10 @@ RERUN_EXIT_HELP = """\b
 Exit codes:
   0  the attempt was accepted: every arm position ran and every request succeeded
   1  integrity: the bundle does not verify, or is not trusted (--key / --allow-unsigned)
-  2  usage: bad arguments, a missing target or input, a runtime commit mismatch at an endpoint
+  2  usage: bad arguments, a missing target or input, an input path outside --inputs,
+     --launch without --launch-command or --run-bundle-launch-command, a plan
+     launch.<arm>.env variable refused for your --launch-command, a runtime
+     commit mismatch at an endpoint (nothing was started or written)
   3  the attempt was interrupted (reservation watchdog, SIGTERM, SIGINT), or I/O error
   4  the attempt was rejected: a request failed or timed out, a server did not start,
      or a launched server reported another runtime commit
@@ -238,6 +241,21 @@ def _show_dry_run(prep: PreparedRerun, as_json: bool) -> None:
     )
 
 
+def _announce_bundle_commands(prep: PreparedRerun) -> None:
+    """Print, before anything runs, each command from the bundle that is about to run."""
+    from bundler._internal.textsafe import safe
+
+    slots = [(sp, t) for sp, t in zip(prep.schedule, prep.targets, strict=True) if t.argv_template]
+    for (sp, target), argv in zip(slots, prep.launch_commands(), strict=True):
+        env = shlex.join(f"{k}={v}" for k, v in target.env.items()) or "(none added)"
+        click.echo(
+            f"--run-bundle-launch-command: will run the bundle's launch command for "
+            f"{safe(sp.arm)} on {safe(sp.server)} (PORT chosen at start): {safe(shlex.join(argv))}"
+            f"; environment added: {safe(env)}",
+            err=True,
+        )
+
+
 def _show_event(e: RerunEvent) -> None:
     count = f"[{e.done}/{e.total}] " if e.total else ""
     say(f"{count}{e.kind}: {e.message}", err=True)
@@ -261,6 +279,8 @@ def _show_result(result: RerunResult, as_json: bool) -> None:
     "rerun",
     epilog=examples(
         "bundle rerun run.bundle --key author.pub -o rerun-campaign --launch --dry-run",
+        "bundle rerun run.bundle --key author.pub -o rerun-campaign --launch "
+        "--launch-command '/opt/vllm/bin/vllm serve --port {port} {args}' --dry-run",
     )
     + RERUN_EXIT_HELP,
 )
@@ -282,12 +302,27 @@ def _show_result(result: RerunResult, as_json: bool) -> None:
     metavar="NAME=URL",
     help="A running server for a server name or an arm id (repeatable).",
 )
-@click.option("--launch", is_flag=True, help="Start each server from the plan's launch template.")
+@click.option(
+    "--launch",
+    is_flag=True,
+    help="Start each server here: from --launch-command, or from the plan's own launch "
+    "template with --run-bundle-launch-command.",
+)
 @click.option(
     "--launch-command",
     metavar="TEMPLATE",
-    help="Launch template replacing the plan's; placeholders {port} {host} {arm} {server} "
-    "{commit} {python} {model}, and {args} for the arm's launch.<arm>.args.",
+    help="Your server command (no shell); placeholders {port} {host} {arm} {server} "
+    "{commit} {python} {model}, and {args} for the arm's launch.<arm>.args: each value "
+    "one argument, shell-quoted inside a 'sh -c SCRIPT'. The plan's launch.<arm>.env "
+    "applies, except variables that would run code (LD_*, PATH, PYTHONPATH, BASH_ENV, "
+    "...: refused unless you set them with --env).",
+)
+@click.option(
+    "--run-bundle-launch-command",
+    is_flag=True,
+    help="With --launch: run the launch command and environment written in the bundle's "
+    "plan (the author's code, printed before it runs). Without it, --launch needs "
+    "--launch-command.",
 )
 @click.option(
     "--launch-cwd",
@@ -340,6 +375,7 @@ def rerun_command(
     endpoints: tuple[str, ...],
     launch: bool,
     launch_command: str | None,
+    run_bundle_launch_command: bool,
     launch_cwd: Path | None,
     env: tuple[str, ...],
     inputs: tuple[Path, ...],
@@ -354,9 +390,16 @@ def rerun_command(
     dry_run: bool,
     as_json: bool,
 ) -> None:
-    """Execute BUNDLE's frozen plan against real servers; write a rerun campaign into -o."""
+    """Execute BUNDLE's frozen plan against real servers; write a rerun campaign into -o.
+
+    BUNDLE is untrusted even when it verifies: input files are read only from
+    inside --inputs (or the bundle), files are written only under -o, and the
+    plan's own launch command, or an environment variable of the plan that would
+    run code, runs only with --run-bundle-launch-command.
+    """
     from bundler.keys import load_trusted_keys
     from replay.rerun.runner import RerunControl, RerunOptions, prepare_rerun, run_rerun
+    from replay.rerun.targets import check_launch_consent
 
     with cli_errors(as_json):
         out_dir = out_dir or old_out_dir
@@ -372,6 +415,7 @@ def rerun_command(
             endpoints=_pairs(endpoints, "--endpoint"),
             launch=launch,
             launch_command=launch_command,
+            run_bundle_launch_command=run_bundle_launch_command,
             launch_cwd=launch_cwd,
             env=_pairs(env, "--env"),
             inputs=inputs,
@@ -383,14 +427,25 @@ def rerun_command(
             trusted=trusted,
             allow_unsigned=allow_unsigned,
         )
+        check_launch_consent(options, dry_run=dry_run)
         verified = _open_bundle(bundle, options)
         if dry_run:
             _show_dry_run(prepare_rerun(verified, options), as_json)
             return
+        prepared = prepare_rerun(verified, options)
+        if run_bundle_launch_command:
+            _announce_bundle_commands(prepared)
         control = RerunControl()
         restore = control.install_signal_handlers()
         try:
-            result = run_rerun(verified, out_dir, options, progress=_show_event, control=control)
+            result = run_rerun(
+                verified,
+                out_dir,
+                options,
+                progress=_show_event,
+                control=control,
+                prepared=prepared,
+            )
         finally:
             restore()
         _show_result(result, as_json)
