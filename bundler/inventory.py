@@ -22,6 +22,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from bundler._internal.atomic import atomic_write_bytes
+from bundler._internal.jsonload import JsonLoadError, loads
 from bundler.container import member_name_problem
 from bundler.errors import BundleFormatError, Problem, UsageError
 from bundler.hashing import hash_file
@@ -92,7 +93,14 @@ def _load_register(root: Path) -> dict[str, Any]:
     if not path.exists():
         return {"inventory_version": INVENTORY_VERSION, "entries": []}
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        # Bounded: a hostile register must not raise from the parser, and what --fix
+        # writes back must be JSON again (no NaN, no integer Python cannot print).
+        doc = loads(path.read_text(encoding="utf-8"))
+    except JsonLoadError as exc:
+        raise UsageError(
+            f"{path}: not a usable inventory",
+            [Problem(str(path), None, exc.field, str(exc))],
+        ) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UsageError(f"{path}: not a readable inventory ({exc})") from exc
     if not isinstance(doc, dict) or doc.get("inventory_version") != INVENTORY_VERSION:
