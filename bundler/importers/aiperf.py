@@ -48,12 +48,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bundler._internal.jsonload import JsonLoadError, loads
+from bundler._internal.jsonload import JsonLoadError, line_loader, loads
 from bundler.errors import Problem
 from bundler.importers.run import MAX_COUNT, ServingRun, SourceError, load_point_id, shown
 
@@ -119,8 +120,12 @@ def locate(path: Path) -> tuple[Path, Path]:
     return records, aggregate
 
 
-def _load(text: str, where: str, record: str | None) -> Any:
+def _load(
+    text: str, where: str, record: str | None, load: Callable[[str], Any] | None = None
+) -> Any:
     try:
+        if load is not None:
+            return load(text)
         # Bare NaN/Infinity literals are kept so the checks can name the field.
         return loads(text, constants="keep", surrogates=True)
     except JsonLoadError as exc:
@@ -390,11 +395,12 @@ def parse_records(data: bytes, where: str) -> Records:
         raise _fail(
             where, None, "the last line has no newline: the file was cut off", f"line {len(lines)}"
         )
+    load = line_loader(text, constants="keep", surrogates=True, source=data)
     for i, line in enumerate(lines, start=1):
         rec = f"line {i}"
         if not line.strip():
             raise _fail(where, None, "empty line", rec)
-        r = _load(line, where, rec)
+        r = _load(line, where, rec, load)
         row = _record(r, where, rec)
         if row is None:
             continue

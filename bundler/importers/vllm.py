@@ -76,7 +76,7 @@ def load_json(data: bytes, where: str) -> dict[str, Any]:
     try:
         # The writer's json.dump writes NaN/Infinity as bare literals: kept, so the checks
         # below name the field.
-        doc = loads(text, constants="keep", surrogates=True)
+        doc = loads(text, constants="keep", surrogates=True, source=data)
     except JsonLoadError as exc:
         raise _fail(where, exc.field, str(exc)) from None
     except json.JSONDecodeError as exc:
