@@ -339,3 +339,20 @@ def test_inventory_fix_still_registers_on_an_honest_register(tmp_path: Path) -> 
     assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
     doc = json.loads((root / "inventory.json").read_text(encoding="utf-8"))
     assert [e["path"] for e in doc["entries"]] == ["camp"]
+
+
+# --- the loader's scan for hostile numbers ---------------------------------------------
+
+
+@pytest.mark.parametrize("literal", [D400[:21], "1e400", "-1E+400"])
+@pytest.mark.parametrize("shift", [-30, -12, -3, 0, 5])
+def test_loader_finds_a_hostile_number_across_its_scan_blocks(literal: str, shift: int) -> None:
+    # The scan reads the text in blocks of _BLOCK bytes: a number straddling a block
+    # boundary must still switch the exact hooks on.
+    from bundler._internal import jsonload
+
+    pad = jsonload._BLOCK + shift - len('{"pad": "", "x": ')
+    text = '{"pad": "' + "a" * pad + '", "x": ' + literal + "}"
+    with pytest.raises(jsonload.JsonLoadError) as err:
+        jsonload.loads(text)
+    assert err.value.field == "x"
