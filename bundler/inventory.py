@@ -22,6 +22,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from bundler._internal.atomic import atomic_write_bytes
+from bundler._internal.jsonload import JsonLoadError, loads
 from bundler._internal.userfile import DOCUMENT_MAX_BYTES, read_user_file
 from bundler.container import member_name_problem
 from bundler.errors import BundleFormatError, Problem, UsageError
@@ -93,8 +94,15 @@ def _load_register(root: Path) -> dict[str, Any]:
     if not path.exists():
         return {"inventory_version": INVENTORY_VERSION, "entries": []}
     try:
+        # Bounded: a hostile register must not raise from the parser, and what --fix
+        # writes back must be JSON again (no NaN, no integer Python cannot print).
         data = read_user_file(path, what="inventory", max_bytes=DOCUMENT_MAX_BYTES)
-        doc = json.loads(data.decode("utf-8"))
+        doc = loads(data.decode("utf-8"))
+    except JsonLoadError as exc:
+        raise UsageError(
+            f"{path}: not a usable inventory",
+            [Problem(str(path), None, exc.field, str(exc))],
+        ) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UsageError(f"{path}: not a readable inventory ({exc})") from exc
     if not isinstance(doc, dict) or doc.get("inventory_version") != INVENTORY_VERSION:

@@ -48,13 +48,15 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from bundler._internal.jsonload import JsonLoadError, line_loader, loads
 from bundler.errors import Problem
-from bundler.importers.run import ServingRun, SourceError, load_point_id
+from bundler.importers.run import MAX_COUNT, ServingRun, SourceError, load_point_id, shown
 
 __all__ = ["AGGREGATE_NAME", "FORMAT", "RECORDS_NAME", "locate", "parse"]
 
@@ -118,19 +120,19 @@ def locate(path: Path) -> tuple[Path, Path]:
     return records, aggregate
 
 
-def _keep_constant(name: str) -> float:
-    # Bare NaN/Infinity literals are kept so the checks can name the field.
-    return float(name)
-
-
-def _load(text: str, where: str, record: str | None) -> Any:
+def _load(
+    text: str, where: str, record: str | None, load: Callable[[str], Any] | None = None
+) -> Any:
     try:
-        return json.loads(text, parse_constant=_keep_constant)
+        if load is not None:
+            return load(text)
+        # Bare NaN/Infinity literals are kept so the checks can name the field.
+        return loads(text, constants="keep", surrogates=True)
+    except JsonLoadError as exc:
+        raise _fail(where, exc.field, str(exc), record) from None
     except json.JSONDecodeError as exc:
         msg = f"not JSON (truncated?): {exc.msg} at column {exc.colno}"
         raise _fail(where, None, msg, record) from exc
-    except RecursionError as exc:
-        raise _fail(where, None, "nested too deeply", record) from exc
 
 
 def _decode(data: bytes, where: str) -> str:
@@ -152,15 +154,23 @@ def _metric(metrics: dict[str, Any], tag: str, unit: str, where: str, record: st
         raise _fail(where, f"metrics.{tag}", 'expected {"value": .., "unit": ..}', record)
     if m.get("unit") != unit:
         raise _fail(
-            where, f"metrics.{tag}.unit", f"expected {unit!r}, found {m.get('unit')!r}", record
+            where, f"metrics.{tag}.unit", f"expected {unit!r}, found {shown(m.get('unit'))}", record
         )
     v = m["value"]
     if not _finite(v) or v < 0:
         raise _fail(
-            where, f"metrics.{tag}.value", f"expected a finite number >= 0, found {v!r}", record
+            where,
+            f"metrics.{tag}.value",
+            f"expected a finite number >= 0, found {shown(v)}",
+            record,
         )
-    if unit == "tokens" and v != int(v):
-        raise _fail(where, f"metrics.{tag}.value", f"expected a token count, found {v!r}", record)
+    if unit == "tokens" and (v != int(v) or v > MAX_COUNT):
+        raise _fail(
+            where,
+            f"metrics.{tag}.value",
+            f"expected a token count (0 to 2**53), found {shown(v)}",
+            record,
+        )
     return float(v)
 
 
@@ -179,7 +189,8 @@ _RATE_PHASES = ("poisson", "gamma", "constant")
 
 
 def _int_at_least_1(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+    # Bounded above: a concurrency becomes part of a load point id, which names files.
+    return isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_COUNT
 
 
 def _phase_load_point(phases: list[Any], where: str) -> tuple[float, int | None, int | None]:
@@ -201,7 +212,9 @@ def _phase_load_point(phases: list[Any], where: str) -> tuple[float, int | None,
     kind = ph.get("type")
     conc = ph.get("concurrency")
     if conc is not None and not _int_at_least_1(conc):
-        raise _fail(where, f"{at}.concurrency", f"expected an integer >= 1, found {conc!r}")
+        raise _fail(
+            where, f"{at}.concurrency", f"expected an integer from 1 to 2**53, found {shown(conc)}"
+        )
     if kind == "concurrency":
         rate_f = math.inf  # no rate limit: a request goes out whenever a slot is free
         if conc is None:
@@ -212,14 +225,14 @@ def _phase_load_point(phases: list[Any], where: str) -> tuple[float, int | None,
             raise _fail(
                 where,
                 f"{at}.rate",
-                f"expected a number > 0, found {rate!r} (a rate series is not a load point)",
+                f"expected a number > 0, found {shown(rate)} (a rate series is not a load point)",
             )
         rate_f = float(rate)
     else:
         raise _fail(
             where,
             f"{at}.type",
-            f"expected 'concurrency', 'poisson', 'gamma' or 'constant', found {kind!r}: "
+            f"expected 'concurrency', 'poisson', 'gamma' or 'constant', found {shown(kind)}: "
             "no (rate, concurrency) load point describes it",
         )
     count = ph.get("requests")
@@ -241,14 +254,18 @@ def _load_point(doc: dict[str, Any], where: str) -> tuple[float, int | None, int
     conc = loadgen.get("concurrency")
     if conc is not None and not _int_at_least_1(conc):
         raise _fail(
-            where, "input_config.loadgen.concurrency", f"expected an integer >= 1, found {conc!r}"
+            where,
+            "input_config.loadgen.concurrency",
+            f"expected an integer from 1 to 2**53, found {shown(conc)}",
         )
     rate = loadgen.get("request_rate")
     if rate is None:
         rate_f = math.inf  # no rate limit configured: requests go out as concurrency allows
     elif not _finite(rate) or rate <= 0:
         raise _fail(
-            where, "input_config.loadgen.request_rate", f"expected a number > 0, found {rate!r}"
+            where,
+            "input_config.loadgen.request_rate",
+            f"expected a number > 0, found {shown(rate)}",
         )
     else:
         rate_f = float(rate)
@@ -260,7 +277,7 @@ def _latency_aggregates(
     tag: str, m: dict[str, Any], where: str, out: dict[str, float], names: dict[str, str]
 ) -> list[str]:
     if m["unit"] != "ms":
-        raise _fail(where, f"{tag}.unit", f"expected 'ms', found {m['unit']!r}")
+        raise _fail(where, f"{tag}.unit", f"expected 'ms', found {shown(m['unit'])}")
     lat = _LATENCY_TAGS[tag]
     left: list[str] = []
     for stat, v in m.items():
@@ -274,7 +291,7 @@ def _latency_aggregates(
             left.append(f"{tag}.{stat}")
             continue
         if not _finite(v):
-            raise _fail(where, f"{tag}.{stat}", f"expected a finite number, found {v!r}")
+            raise _fail(where, f"{tag}.{stat}", f"expected a finite number, found {shown(v)}")
         out[key] = float(v)
         names[key] = f"{tag}.{stat}"
     return left
@@ -295,7 +312,7 @@ def _aggregates(
         elif tag in _SINGLE and "avg" in m:
             v = m["avg"]
             if not _finite(v):
-                raise _fail(where, f"{tag}.avg", f"expected a finite number, found {v!r}")
+                raise _fail(where, f"{tag}.avg", f"expected a finite number, found {shown(v)}")
             out[_SINGLE[tag]] = float(v)
             names[_SINGLE[tag]] = f"{tag}.avg"
         elif tag != "benchmark_duration":
@@ -345,8 +362,19 @@ def _record(r: Any, where: str, rec: str) -> Row | None:
     )
 
 
-def _ns(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+_NS_END = 2**63
+"""Request times are kept as int64 nanoseconds."""
+
+
+def _ns(metadata: dict[str, Any], key: str, where: str, rec: str) -> int | None:
+    v = metadata.get(key)
+    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+        return None
+    if v >= _NS_END:
+        raise _fail(
+            where, f"metadata.{key}", f"expected nanoseconds below 2**63, found {shown(v)}", rec
+        )
+    return v
 
 
 Records = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, np.ndarray | None]
@@ -367,18 +395,19 @@ def parse_records(data: bytes, where: str) -> Records:
         raise _fail(
             where, None, "the last line has no newline: the file was cut off", f"line {len(lines)}"
         )
+    load = line_loader(text, constants="keep", surrogates=True, source=data)
     for i, line in enumerate(lines, start=1):
         rec = f"line {i}"
         if not line.strip():
             raise _fail(where, None, "empty line", rec)
-        r = _load(line, where, rec)
+        r = _load(line, where, rec, load)
         row = _record(r, where, rec)
         if row is None:
             continue
         rows.append(row)
         start, end = (
-            _ns(r["metadata"].get("request_start_ns")),
-            _ns(r["metadata"].get("request_end_ns")),
+            _ns(r["metadata"], "request_start_ns", where, rec),
+            _ns(r["metadata"], "request_end_ns", where, rec),
         )
         if times is not None and start is not None and end is not None:
             times.append((start, end))
@@ -417,9 +446,12 @@ def _phase_window(doc: dict[str, Any], where: str) -> float | str:
         try:
             t = dt.datetime.fromisoformat(v)
         except ValueError:
-            raise _fail(where, k, f"expected an ISO 8601 date and time, found {v!r}") from None
+            raise _fail(where, k, f"expected an ISO 8601 date and time, found {shown(v)}") from None
         if t.tzinfo is not None:
-            t = t.replace(tzinfo=None) - t.utcoffset()  # type: ignore[operator]
+            try:
+                t = t.replace(tzinfo=None) - t.utcoffset()  # type: ignore[operator]
+            except OverflowError:  # 0001-01-01T00:00+01:00 has no UTC time
+                raise _fail(where, k, f"out of range in UTC: {shown(v)}") from None
         ends.append(t)
     w = (ends[1] - ends[0]).total_seconds()
     if not w > WINDOW_UNCERTAINTY_S:
@@ -441,12 +473,14 @@ def parse(
     dur = doc["benchmark_duration"]
     if dur.get("unit") not in ("sec", "s"):
         raise _fail(
-            aggregate_where, "benchmark_duration.unit", f"expected 'sec', found {dur.get('unit')!r}"
+            aggregate_where,
+            "benchmark_duration.unit",
+            f"expected 'sec', found {shown(dur.get('unit'))}",
         )
     d = dur.get("avg")
     if not _finite(d) or d <= 0:
         raise _fail(
-            aggregate_where, "benchmark_duration.avg", f"expected a number > 0, found {d!r}"
+            aggregate_where, "benchmark_duration.avg", f"expected a number > 0, found {shown(d)}"
         )
     aggregates, names, left = _aggregates(doc, aggregate_where)
     duration = float(d)

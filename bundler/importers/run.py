@@ -11,11 +11,24 @@ import numpy.typing as npt
 
 from bundler.errors import UsageError
 
-__all__ = ["LATENCIES", "ServingRun", "SourceError", "load_point_id"]
+__all__ = ["LATENCIES", "MAX_COUNT", "ServingRun", "SourceError", "load_point_id", "shown"]
 
 LATENCIES = ("ttft", "tpot", "itl", "e2el")
 """Per-request latency kinds: time to first token, time per output token (excluding the
 first), inter-token latency (pooled gaps), end-to-end latency."""
+
+MAX_COUNT = 2**53
+"""The largest count (concurrency, prompts, tokens) a source may record: every integer up
+to it is exact as a double and as an I-JSON number, and a concurrency stays a short part
+of a load point id, which names files."""
+
+_SHOWN = 60
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` cut to a message's length (a hostile file's value can be megabytes)."""
+    text = repr(value)
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
 
 
 def _rate_text(rate: float) -> str:

@@ -36,8 +36,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from bundler._internal.jsonload import JsonLoadError, loads
 from bundler.errors import Problem
-from bundler.importers.run import ServingRun, SourceError, load_point_id
+from bundler.importers.run import MAX_COUNT, ServingRun, SourceError, load_point_id, shown
 
 __all__ = ["AGGREGATE_RE", "FORMAT", "looks_like", "parse"]
 
@@ -66,12 +67,6 @@ def _fail(where: str, field: str | None, message: str, record: str | None = None
     )
 
 
-def _keep_constant(name: str) -> float:
-    # The writer's json.dump writes NaN/Infinity as bare literals; keep them so the
-    # checks below can name the field instead of failing on the whole file.
-    return float(name)
-
-
 def load_json(data: bytes, where: str) -> dict[str, Any]:
     """The file's one JSON object (``--append-result`` files hold several: refused)."""
     try:
@@ -79,12 +74,14 @@ def load_json(data: bytes, where: str) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise _fail(where, None, f"not UTF-8 ({exc.reason} at byte {exc.start})") from exc
     try:
-        doc = json.loads(text, parse_constant=_keep_constant)
+        # The writer's json.dump writes NaN/Infinity as bare literals: kept, so the checks
+        # below name the field.
+        doc = loads(text, constants="keep", surrogates=True, source=data)
+    except JsonLoadError as exc:
+        raise _fail(where, exc.field, str(exc)) from None
     except json.JSONDecodeError as exc:
         msg = f"not JSON (truncated?): {exc.msg} at line {exc.lineno} column {exc.colno}"
         raise _fail(where, None, msg) from exc
-    except RecursionError as exc:
-        raise _fail(where, None, "nested too deeply") from exc
     if not isinstance(doc, dict):
         raise _fail(where, None, "expected one JSON object")
     return doc
@@ -100,7 +97,7 @@ def looks_like(doc: dict[str, Any]) -> bool:
 def _number(doc: dict[str, Any], key: str, where: str, *, positive: bool = False) -> float:
     v = doc.get(key)
     if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        raise _fail(where, key, f"expected a finite number, found {v!r}")
+        raise _fail(where, key, f"expected a finite number, found {shown(v)}")
     if positive and v <= 0:
         raise _fail(where, key, f"must be > 0, found {v!r}")
     return float(v)
@@ -111,7 +108,7 @@ def _rate(doc: dict[str, Any], where: str) -> float:
     if v == "inf" or (isinstance(v, float) and math.isinf(v) and v > 0):
         return math.inf
     if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:
-        raise _fail(where, "request_rate", f'expected a number > 0 or "inf", found {v!r}')
+        raise _fail(where, "request_rate", f'expected a number > 0 or "inf", found {shown(v)}')
     return float(v)
 
 
@@ -119,37 +116,40 @@ def _opt_int(doc: dict[str, Any], key: str, where: str) -> int | None:
     v = doc.get(key)
     if v is None:
         return None
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-        raise _fail(where, key, f"expected an integer >= 1 or null, found {v!r}")
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_COUNT:
+        # Bounded: the concurrency becomes part of a load point id and a file name.
+        raise _fail(where, key, f"expected an integer from 1 to 2**53 or null, found {shown(v)}")
     return v
+
+
+_NUMBER_TYPES = frozenset((int, float))
+
+
+def _first_non_number(values: list[Any]) -> int | None:
+    """Index of the first entry that is not a JSON number (``true`` and ``"0.1"`` are not:
+    numpy would silently turn them into 1.0 and 0.1)."""
+    if _NUMBER_TYPES.issuperset(map(type, values)):
+        return None
+    return next(i for i, v in enumerate(values) if type(v) not in _NUMBER_TYPES)
 
 
 def _floats(values: Any, where: str, key: str) -> npt.NDArray[np.float64]:
     if not isinstance(values, list):
         raise _fail(where, key, "expected an array")
-    try:
-        arr = np.array(values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        bad = next(
-            (
-                i
-                for i, v in enumerate(values)
-                if isinstance(v, bool) or not isinstance(v, int | float)
-            ),
-            None,
-        )
-        raise _fail(where, f"{key}[{bad}]", "expected a number") from exc
-    if arr.ndim != 1:
-        raise _fail(where, key, "expected an array of numbers")
-    return arr
+    bad = _first_non_number(values)
+    if bad is not None:
+        raise _fail(where, f"{key}[{bad}]", f"expected a number, found {shown(values[bad])}")
+    # The loader bounds integers to 20 digits, so every entry converts to a finite double.
+    return np.array(values, dtype=np.float64)
 
 
 def _ints(values: Any, where: str, key: str) -> npt.NDArray[np.int64]:
     arr = _floats(values, where, key)
-    bad = np.flatnonzero(~np.isfinite(arr) | (arr < 0) | (arr != np.floor(arr)))
+    bad = np.flatnonzero(~np.isfinite(arr) | (arr < 0) | (arr != np.floor(arr)) | (arr > MAX_COUNT))
     if bad.size:
+        i = int(bad[0])
         raise _fail(
-            where, f"{key}[{int(bad[0])}]", f"expected a token count, found {values[int(bad[0])]!r}"
+            where, f"{key}[{i}]", f"expected a token count (0 to 2**53), found {shown(values[i])}"
         )
     return arr.astype(np.int64)
 
@@ -178,11 +178,16 @@ def _itls(
         bad = next(i for i, v in enumerate(values) if not isinstance(v, list))
         raise _fail(where, f"itls[{bad}]", "expected an array of numbers") from exc
     flat: list[Any] = []
-    for v in values:
+    for i, v in enumerate(values):
         if not isinstance(v, list):
-            raise _fail(where, "itls", "expected an array of arrays")
+            raise _fail(where, f"itls[{i}]", "expected an array of numbers")
         flat += v
-    arr = _floats(flat, where, "itls (flattened)")
+    odd = _first_non_number(flat)
+    if odd is not None:
+        req = int(np.searchsorted(np.cumsum(counts), odd, side="right"))
+        at = odd - int(counts[:req].sum())
+        raise _fail(where, f"itls[{req}][{at}]", f"expected a number, found {shown(flat[odd])}")
+    arr = np.array(flat, dtype=np.float64)
     mask = np.repeat(ok, counts)
     bad_gaps = np.flatnonzero(mask & ~(np.isfinite(arr) & (arr >= 0)))
     if bad_gaps.size:

@@ -21,7 +21,7 @@ import secrets
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import ROUND_HALF_EVEN, Context, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +74,11 @@ class ImportResult:
 
 
 def _decimal_text(x: float, decimals: int) -> str:
-    q = Decimal(x).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_EVEN)
+    exact = Decimal(x)
+    # The default context's 28 digits cannot hold a large double at ``decimals`` places
+    # (a source's 1e300 raised InvalidOperation); every finite double fits in this one.
+    ctx = Context(prec=max(28, exact.adjusted() + decimals + 2))
+    q = exact.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_EVEN, context=ctx)
     return str(q) if decimals else str(int(q))
 
 
