@@ -12,6 +12,15 @@ interrupted (SIGINT, SIGTERM) or when ``--seconds`` runs out: cases, tracebacks,
 accepted content changes, unlocated seal errors, peak RSS
 (``resource.getrusage``), cases/s. Exit status 1 if any property failed.
 
+Signed-but-hostile bundles (issue 19, ``tests/fuzz/hostile.py``): with
+``--hostile-cases N`` the run then draws N hostile cases (seeded like the rest,
+in chunks from ``--seed``) and checks each with
+``tests.fuzz.properties.check_hostile``, every command as a child process: its
+peak RSS (under 1 GiB) and, when ``strace`` is installed, every ``openat`` and
+``connect`` of it and its children (``strace -f``); without strace only the
+sentinel snapshot sees reads and writes (said in the summary). One hostile case
+in ``--hostile-live-every`` also runs its plan against the reference server.
+
 Run: ``nice -n 10 .venv/bin/python bench/fuzz_long.py --cases 100000`` (see
 ``bench/README.md``).
 """
@@ -21,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shutil
 import signal
 import sys
 import tempfile
@@ -38,8 +48,17 @@ from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.errors import HypothesisException
 
+from tests.fuzz.hostile import FAMILIES, HostileBase, HostileCase, make_data_base, make_rerun_base
 from tests.fuzz.profiles import FUZZ_LONG
-from tests.fuzz.properties import Outcome, check_cli_verify, check_seal, check_verify
+from tests.fuzz.properties import (
+    HostileOutcome,
+    Outcome,
+    check_cli_verify,
+    check_hostile,
+    check_seal,
+    check_verify,
+    prepare_sentinel,
+)
 from tests.fuzz.strategies import (
     Base,
     CampaignFiles,
@@ -64,6 +83,20 @@ class Tally:
     unlocated: int = 0
     families: Counter[str] = field(default_factory=Counter)
     failures: list[str] = field(default_factory=list)
+    hostile: int = 0
+    hostile_live: int = 0
+    hostile_failed: Counter[str] = field(default_factory=Counter)
+    hostile_families: Counter[str] = field(default_factory=Counter)
+    hostile_examples: dict[str, str] = field(default_factory=dict)
+
+    def add_hostile(self, out: HostileOutcome, live: bool) -> None:
+        """Count one hostile case; keep the first failing example of each family."""
+        self.hostile += 1
+        self.hostile_live += live
+        self.hostile_families[out.kind] += 1
+        if out.failed:
+            self.hostile_failed[out.kind] += 1
+            self.hostile_examples.setdefault(out.kind, out.report()[:3000])
 
     def add(self, how: str, out: Outcome) -> None:
         """Count one outcome."""
@@ -132,6 +165,81 @@ def run_chunk(  # noqa: PLR0917
             raise
 
 
+def run_hostile_chunk(  # noqa: PLR0917
+    bases: dict[str, HostileBase],
+    root: Path,
+    pub: Path,
+    tally: Tally,
+    args: argparse.Namespace,
+    chunk_seed: int,
+    n: int,
+    deadline: float,
+) -> None:
+    """Run up to ``n`` signed-but-hostile cases, seeded by ``chunk_seed``."""
+    strace = shutil.which("strace") is not None
+
+    @seed(chunk_seed)
+    @settings(FUZZ_LONG, max_examples=n)
+    @given(data=st.data())
+    def one(data: st.DataObject) -> None:
+        if STOP["why"] or tally.hostile >= args.hostile_cases or time.monotonic() > deadline:
+            return
+        family = data.draw(st.sampled_from(sorted(FAMILIES)))
+        kind, strategy = FAMILIES[family]
+        case: HostileCase = data.draw(strategy(bases[kind]))
+        live = bool(case.rerun and args.hostile_live_every) and (
+            data.draw(st.integers(0, 999_999)) % args.hostile_live_every == 0
+        )
+        out = check_hostile(case, root, pub, inprocess=False, strace=strace, live_rerun=live)
+        tally.add_hostile(out, live)
+
+    try:
+        one()
+    except HypothesisException:
+        if not (STOP["why"] or tally.hostile >= args.hostile_cases or time.monotonic() > deadline):
+            raise
+
+
+def run_hostile(tally: Tally, args: argparse.Namespace, deadline: float) -> None:
+    """The hostile phase: ``--hostile-cases`` cases in chunks, progress on stderr."""
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="fuzz-hostile-") as d:
+        root = Path(d)
+        sentinel = prepare_sentinel(root)
+        bases = {"data": make_data_base(sentinel), "rerun": make_rerun_base(sentinel)}
+        pub = write_public_key_of(bases["data"], root)
+        chunk_seed = args.seed
+        while tally.hostile < args.hostile_cases and not STOP["why"]:
+            if time.monotonic() > deadline:
+                break
+            before = tally.hostile
+            run_hostile_chunk(bases, root, pub, tally, args, chunk_seed, args.chunk, deadline)
+            el = time.monotonic() - start
+            print(
+                f"hostile seed {chunk_seed}: {tally.hostile:,} cases "
+                f"({tally.hostile_live} live reruns), "
+                f"{sum(tally.hostile_failed.values())} failing, {el:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+            if tally.hostile == before:
+                break
+            chunk_seed += 1
+
+
+def write_public_key_of(base: HostileBase, root: Path) -> Path:
+    """The hostile bases' author key (the fixed test key) as a PEM file under ``root``."""
+    from cryptography.hazmat.primitives import serialization
+
+    pub = root / "author.pub"
+    pub.write_bytes(
+        base.author.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    return pub
+
+
 def summary(tally: Tally, elapsed: float, args: argparse.Namespace, why: str) -> dict[str, object]:
     """The figures the closing note quotes."""
     return {
@@ -150,7 +258,15 @@ def summary(tally: Tally, elapsed: float, args: argparse.Namespace, why: str) ->
         "cases_per_s": round(tally.cases / elapsed, 1) if elapsed else 0.0,
         "families": dict(sorted(tally.families.items())),
         "first_seed": args.seed,
+        "hostile_cases": tally.hostile,
+        "hostile_live_reruns": tally.hostile_live,
+        "hostile_tracing": "strace -f -e trace=openat,connect + sentinel snapshot"
+        if shutil.which("strace")
+        else "sentinel snapshot only (strace not installed)",
+        "hostile_families": dict(sorted(tally.hostile_families.items())),
+        "hostile_failing": dict(sorted(tally.hostile_failed.items())),
         "failures": tally.failures,
+        "hostile_examples": tally.hostile_examples,
     }
 
 
@@ -163,6 +279,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chunk", type=int, default=1000)
     ap.add_argument("--cli-every", type=int, default=200, help="0: no CLI cases")
     ap.add_argument("--seal-every", type=int, default=10, help="0: no campaign cases")
+    ap.add_argument(
+        "--hostile-cases", type=int, default=0, help="signed-but-hostile cases (issue 19)"
+    )
+    ap.add_argument(
+        "--hostile-live-every",
+        type=int,
+        default=10,
+        help="one rerun case in N also runs against the reference server (0: never)",
+    )
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = ap.parse_args(argv)
     signal.signal(signal.SIGINT, _stop)
@@ -187,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
             if tally.cases == before:
                 break  # nothing ran (stopped or out of time)
             chunk_seed += 1
+    if args.hostile_cases:
+        run_hostile(tally, args, deadline)
     elapsed = time.monotonic() - start
     why = STOP["why"] or ("--seconds" if time.monotonic() >= deadline else "done")
     doc = summary(tally, elapsed, args, why)
@@ -194,11 +321,13 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(doc, indent=2))
     else:
         for k, v in doc.items():
-            if k != "failures":
+            if k not in ("failures", "hostile_examples"):
                 print(f"{k:28} {v}")
         for f in tally.failures:
             print(f"FAILURE {f[:2000]}")
-    failed = tally.tracebacks or tally.content_changes or tally.unlocated
+        for family, example in tally.hostile_examples.items():
+            print(f"HOSTILE FAILURE {family}: {example}")
+    failed = tally.tracebacks or tally.content_changes or tally.unlocated or tally.hostile_failed
     return 1 if failed else 0
 
 

@@ -14,18 +14,34 @@ failures and go on; the tests assert on the outcome.
 * ``check_seal``: a mutated campaign either seals (and the bundle verifies with
   the key) or fails with a typed error whose problems are located (each names
   a file) — never a traceback.
+* ``check_hostile`` (issue 19): on a signed-but-hostile bundle
+  (``tests/fuzz/hostile.py``), ``replay`` (plain, ``-v``, ``--json``),
+  ``report`` (``--format md``, HTML), ``plan check``, ``inspect`` and ``rerun
+  --dry-run`` exit 0-5 without a traceback; none that judges exits 0 on
+  impossible data; no raw control, bidi or separator character but ``\n`` in
+  any output (run with ``NO_COLOR=1``); no live mention, bare autolink or
+  closing keyword from author text in the Markdown; nothing under the root
+  but the outputs read or written (sentinel snapshot; ``strace`` in the long
+  run); peak RSS under 1 GiB per command (long run).
 """
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import os
+import re
+import shutil
+import stat
+import string
 import subprocess
 import sys
 import tempfile
+import threading
 import traceback
-from dataclasses import dataclass
+import unicodedata
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -39,14 +55,24 @@ from bundler.seal import seal_campaign
 from bundler.tables import TABLE_NAMES
 from bundler.verified import open_verified
 from bundler.verify import check_bundle
+from tests.fuzz.hostile import HostileCase
 from tests.fuzz.strategies import Base, CampaignMutant
 
 __all__ = [
     "DOCUMENTED_EXIT_CODES",
+    "HOSTILE_EXIT_CODES",
+    "CliRun",
+    "HostileOutcome",
     "Outcome",
     "check_cli_verify",
+    "check_hostile",
     "check_seal",
     "check_verify",
+    "live_markdown",
+    "prepare_sentinel",
+    "raw_unsafe",
+    "run_inprocess",
+    "run_subprocess",
     "write_public_key",
 ]
 
@@ -194,4 +220,356 @@ def check_seal(base: Base, mutant: CampaignMutant, workdir: Path) -> Outcome:
         out.accepted = True
         if not rep.ok:
             out.traceback = f"sealed a bundle that does not verify: {rep.problems[:3]}"
+    return out
+
+
+# --- signed-but-hostile bundles (issue 19; tests/fuzz/hostile.py) ------------------------
+
+HOSTILE_EXIT_CODES = frozenset({0, 1, 2, 3, 4, 5})  # docs/exit-codes.md, replay and report
+JUDGING = frozenset({"replay", "replay -v", "replay --json", "report md", "report html"})
+RSS_LIMIT_MIB = 1024.0
+_ALLOWED_OUTPUTS = ("out", "out-run", "x.md", "x.html", "tmp", "mpl", "trace")
+_BIDI = frozenset(
+    {"LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI", "LRM", "RLM", "ALM"}
+)
+
+
+def raw_unsafe(text: str) -> list[str]:
+    """Characters that may move a cursor or reorder a line, except ``\\n`` (independent of
+    ``bundler._internal.textsafe``): C0 and C1 controls and DEL, bidi controls and marks,
+    line and paragraph separators."""
+    bad = []
+    for ch in text:
+        if ch == "\n":
+            continue
+        cat = unicodedata.category(ch)
+        if cat in ("Cc", "Zl", "Zp") or unicodedata.bidirectional(ch) in _BIDI:
+            bad.append(f"U+{ord(ch):04X}")
+    return sorted(set(bad))
+
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,}).*?^ {0,3}\1[`~]*[ \t]*$", re.M | re.S)
+_INDENTED = re.compile(r"^(?: {4}|\t).*$", re.M)
+_TAG = re.compile(r"<[^>\n]*>")
+
+
+def _markdown_text(md: str) -> str:
+    """What GitHub shows as text outside code: fences, indented blocks and code spans cut out,
+    HTML tags cut, entities decoded, backslash escapes removed (none of those stops a
+    mention or an autolink from working once rendered)."""
+    md = _FENCE.sub(" ", md)
+    md = _INDENTED.sub(" ", md)
+    out, i = [], 0
+    while i < len(md):
+        if md[i] == "\\" and i + 1 < len(md) and md[i + 1] in string.punctuation:
+            out.append(md[i + 1])
+            i += 2
+            continue
+        if md[i] == "`":
+            j = i
+            while j < len(md) and md[j] == "`":
+                j += 1
+            run = md[i:j]
+            end = re.compile(rf"(?<!`){run}(?!`)").search(md, j)
+            if end:  # a code span: its text is code, never a mention or a link
+                out.append(" ")
+                i = end.end()
+                continue
+            out.append(run)
+            i = j
+            continue
+        out.append(md[i])
+        i += 1
+    return html.unescape(_TAG.sub(" ", "".join(out)))
+
+
+def live_markdown(md: str) -> list[str]:
+    """The hostile author tokens (``tests/fuzz/hostile.py``) left live in Markdown text."""
+    from tests.fuzz.hostile import CLOSING, MENTION, URL, WWW
+
+    text = _markdown_text(md)
+    found = []
+    if re.search(rf"(?<![\w`]){re.escape(MENTION)}\b", text):
+        found.append(f"live mention {MENTION}")
+    for link in (URL, WWW):
+        if link in text:
+            found.append(f"bare autolink {link}")
+    if re.search(rf"\b{re.escape(CLOSING)}\b", text, re.I):
+        found.append(f"closing keyword {CLOSING!r}")
+    return found
+
+
+@dataclass
+class CliRun:
+    """One command of one case."""
+
+    label: str
+    code: int
+    stdout: str
+    stderr: str
+    traceback: str | None = None
+    peak_rss_mib: float | None = None
+    trace: list[str] = field(default_factory=list)  # strace lines
+
+
+@dataclass
+class HostileOutcome:
+    """What one hostile case did: the exit code of each command, and each property violation."""
+
+    kind: str
+    detail: str
+    codes: dict[str, int] = field(default_factory=dict)
+    violations: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        """True when any property was violated."""
+        return bool(self.violations)
+
+    def report(self) -> str:
+        """The case and its violations, one per line."""
+        return "\n".join([f"{self.kind}: {self.detail!r} exits {self.codes}", *self.violations])
+
+
+def _env(work: Path) -> dict[str, str]:
+    return {
+        "NO_COLOR": "1",
+        "COLUMNS": "200",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "TMPDIR": str(work / "tmp"),
+        "MPLCONFIGDIR": str(work / "mpl"),
+    }
+
+
+def run_inprocess(label: str, argv: list[str], work: Path) -> CliRun:
+    """Run ``bundle ARGV`` in this process (click's runner), in ``work``; a raised exception is
+    what a child would print as a traceback."""
+    from click.testing import CliRunner
+
+    from reprobundle.cli.main import main
+
+    here = Path.cwd()
+    os.chdir(work)
+    try:
+        res = CliRunner().invoke(main, argv, env=_env(work), catch_exceptions=True)
+    finally:
+        os.chdir(here)
+    tb = None
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        assert res.exc_info is not None
+        tb = "".join(traceback.format_exception(*res.exc_info))
+    return CliRun(label, res.exit_code, res.stdout, res.stderr, tb)
+
+
+def run_subprocess(
+    label: str, argv: list[str], work: Path, *, strace: bool = False, timeout_s: float = 300
+) -> CliRun:
+    """Run ``bundle ARGV`` as a child in ``work``: its peak RSS, and with ``strace`` every
+    ``openat`` and ``connect`` of it and its children."""
+    work.joinpath("trace").mkdir(exist_ok=True)
+    trace_file = work / "trace" / f"{label.replace(' ', '_')}.strace"
+    cmd = [sys.executable, "-m", "reprobundle.cli", *argv]
+    if strace:
+        cmd = ["strace", "-f", "-qq", "-e", "trace=openat,connect", "-o", str(trace_file), *cmd]
+    out_f, err_f = work / "trace" / "stdout", work / "trace" / "stderr"
+    with out_f.open("wb") as out, err_f.open("wb") as err:
+        proc = subprocess.Popen(
+            cmd, cwd=work, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+            env={**os.environ, **_env(work)},
+        )  # fmt: skip
+        timer = threading.Timer(timeout_s, proc.kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    stdout = out_f.read_text("utf-8", "replace")
+    stderr = err_f.read_text("utf-8", "replace")
+    tb = stderr if "Traceback (most recent call last)" in stderr else None
+    trace = trace_file.read_text("utf-8", "replace").splitlines() if strace else []
+    return CliRun(label, proc.returncode, stdout, stderr, tb, usage.ru_maxrss / 1024, trace)
+
+
+def _snapshot(root: Path, work: Path) -> dict[str, tuple[int, int, int]]:
+    """(size, mtime_ns, atime_ns) of everything under ``root`` but the commands' own outputs.
+
+    Nothing is read (a read of the sentinel is seen by its access time: it was set
+    before its modification time, so ``relatime`` updates it on the first read).
+    """
+    skip = {work / name for name in _ALLOWED_OUTPUTS}
+    snap: dict[str, tuple[int, int, int]] = {}
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        for p in d.iterdir():
+            if p in skip:
+                continue
+            st_ = p.lstat()
+            if stat.S_ISDIR(st_.st_mode):
+                # a folder's own times change with every listing and every output beside it;
+                # what is created or removed inside it is what counts
+                snap[str(p.relative_to(root))] = (-1, 0, 0)
+                stack.append(p)
+            else:
+                snap[str(p.relative_to(root))] = (st_.st_size, st_.st_mtime_ns, st_.st_atime_ns)
+    return snap
+
+
+def _diff(
+    before: dict[str, tuple[int, int, int]], after: dict[str, tuple[int, int, int]]
+) -> list[str]:
+    out = []
+    for k in sorted(set(before) | set(after)):
+        b, a = before.get(k), after.get(k)
+        if b is None:
+            out.append(f"created {k}")
+        elif a is None:
+            out.append(f"removed {k}")
+        elif b[:2] != a[:2]:
+            out.append(f"modified {k}")
+        elif k.startswith("sentinel") and a[2] != b[2]:
+            out.append(f"read {k}")
+    return out
+
+
+def prepare_sentinel(root: Path) -> Path:
+    """``root/sentinel`` with a secret file whose access time is older than its mtime."""
+    from tests.fuzz.hostile import SECRET
+
+    sentinel = root / "sentinel"
+    sentinel.mkdir(parents=True, exist_ok=True)
+    secret = sentinel / SECRET
+    if not secret.exists():
+        from tests.reference_server.campaign import tiny_png
+
+        secret.write_bytes(tiny_png())
+    for p in (secret, sentinel):
+        st_ = p.stat()
+        os.utime(p, ns=(st_.st_mtime_ns - 10**12, st_.st_mtime_ns))
+    return sentinel
+
+
+_CONNECT = re.compile(
+    r"connect\(.*sa_family=AF_INET6?.*?"
+    r'(?:inet_addr\("([^"]+)"\)|inet_pton\(AF_INET6, "([^"]+)")'
+)
+
+
+def _trace_problems(lines: list[str], work: Path, sentinel: Path) -> list[str]:
+    """strace lines touching the sentinel, writing outside the allowed folders, or connecting
+    anywhere but loopback."""
+    # ``.x.md.reprobundle-partial-…``: the atomic writer's temporary beside its output
+    allowed = [str(work / n) for n in _ALLOWED_OUTPUTS] + ["/dev/", "/proc/"]
+    allowed += [str(work / ".x.md."), str(work / ".x.html.")]
+    out = []
+    for line in lines:
+        m = re.search(r'openat\((?:AT_FDCWD|\d+), "((?:[^"\\]|\\.)*)", ([A-Z_|]+)', line)
+        if m:
+            raw = m.group(1).encode().decode("unicode_escape", "replace")
+            path = os.path.normpath(raw if raw.startswith("/") else str(work / raw))
+            if path.startswith(str(sentinel)):
+                out.append(f"strace: opened {path}")
+            elif re.search(r"O_WRONLY|O_RDWR|O_CREAT", m.group(2)) and not any(
+                path.startswith(a) for a in allowed
+            ):
+                out.append(f"strace: opened for writing {path}")
+        c = _CONNECT.search(line)
+        if c:
+            host = c.group(1) or c.group(2)
+            if host not in ("127.0.0.1", "::1"):
+                out.append(f"strace: connect to {host}")
+    return sorted(set(out))[:10]
+
+
+def check_hostile(  # noqa: PLR0912
+    case: HostileCase,
+    root: Path,
+    pub: Path,
+    *,
+    inprocess: bool = True,
+    strace: bool = False,
+    live_rerun: bool = False,
+) -> HostileOutcome:
+    """Run every reading command on ``case`` under ``root`` (one case at a time); see issue 19.
+
+    ``root`` holds ``sentinel/`` (:func:`prepare_sentinel`) and ``work/``, the commands'
+    working folder, rebuilt for each case. ``inprocess`` runs the commands that judge or
+    print in this process (fast; CI); otherwise each is a child, with its peak RSS and,
+    with ``strace``, its file opens and connections. ``rerun`` always runs as a child;
+    ``live_rerun`` also runs the plan against the reference server (``--launch``).
+    """
+    from tests.reference_server import REPO_ROOT
+    from tests.reference_server.campaign import tiny_png
+
+    out = HostileOutcome(case.family, case.detail)
+    sentinel = prepare_sentinel(root)
+    work = root / "work"
+    if work.exists():
+        shutil.rmtree(work)
+    for d in ("tmp", "mpl", "inputs/inputs"):
+        (work / d).mkdir(parents=True)
+    (work / "inputs" / "inputs" / "reference.png").write_bytes(tiny_png())
+    if case.inputs_link:
+        link = work / "inputs" / case.inputs_link
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(sentinel / "secret.png")
+    bundle = work / "case.bundle"
+    bundle.write_bytes(case.data)
+    b, k = str(bundle), str(pub)
+    rerun = [
+        "rerun", b, "--key", k, "--launch", "--launch-cwd", str(REPO_ROOT),
+        "--inputs", str(work / "inputs"), "--telemetry", "none",
+    ]  # fmt: skip
+    if not case.rerun:  # the data campaign's plan has no launch command
+        rerun += ["--launch-command", "{python} -c pass {server} {arm} {args}"]
+    commands: list[tuple[str, list[str], bool]] = [
+        ("replay", ["replay", b, "--key", k], inprocess),
+        ("replay -v", ["replay", b, "--key", k, "-v"], inprocess),
+        ("replay --json", ["replay", b, "--key", k, "--json"], inprocess),
+        ("report md", ["report", b, "--key", k, "--format", "md", "-o", "x.md"], inprocess),
+        ("report html", ["report", b, "--key", k, "-o", "x.html"], inprocess),
+        ("plan check", ["plan", "check", b], inprocess),
+        ("inspect", ["inspect", b], inprocess),
+        ("inspect -v", ["inspect", b, "-v"], inprocess),
+        ("rerun --dry-run", [*rerun, "-o", "out", "--dry-run"], False),
+    ]
+    if live_rerun:
+        commands.append(("rerun", [*rerun, "-o", "out-run"], False))
+    before = _snapshot(root, work)
+    runs = []
+    for label, argv, here in commands:
+        if here:
+            runs.append(run_inprocess(label, argv, work))
+        else:
+            runs.append(run_subprocess(label, argv, work, strace=strace))
+    after = _snapshot(root, work)
+    v = out.violations
+    for r in runs:
+        out.codes[r.label] = r.code
+        if r.traceback:
+            v.append(f"[{r.label}] traceback (exit {r.code}):\n{r.traceback[-1500:]}")
+        elif r.code not in HOSTILE_EXIT_CODES:
+            v.append(f"[{r.label}] undocumented exit {r.code}: {r.stderr[-300:]!r}")
+        if case.impossible and r.label in JUDGING and r.code == 0:
+            v.append(f"[{r.label}] exit 0 (CONFIRMED) on impossible data")
+        if case.impossible and "CONFIRMED (exit 0)" in r.stdout + r.stderr:
+            v.append(f"[{r.label}] prints CONFIRMED on impossible data")
+        for name, text in (("stdout", r.stdout), ("stderr", r.stderr)):
+            bad = raw_unsafe(text)
+            if bad:
+                v.append(f"[{r.label}] raw control/bidi characters on {name}: {bad}")
+        if r.peak_rss_mib is not None and r.peak_rss_mib > RSS_LIMIT_MIB:
+            v.append(f"[{r.label}] peak RSS {r.peak_rss_mib:.0f} MiB > {RSS_LIMIT_MIB:.0f}")
+        v += [f"[{r.label}] {p}" for p in _trace_problems(r.trace, work, sentinel)]
+    for name in ("x.md", "x.html"):
+        p = work / name
+        if p.exists():
+            text = p.read_text("utf-8", "replace")
+            bad = raw_unsafe(text)
+            if bad:
+                v.append(f"[{name}] raw control/bidi characters: {bad}")
+            if name == "x.md":
+                v += [f"[x.md] {f}" for f in live_markdown(text)]
+    v += [f"[files] {d}" for d in _diff(before, after)]
     return out
