@@ -208,7 +208,10 @@ def value_error(value: Any, prop: dict[str, Any]) -> str | None:  # noqa: C901, 
         if isinstance(value, float) and not math.isfinite(value):
             return "must be a finite number"
         if "integer" in kinds and not INT64_MIN <= value <= INT64_MAX:
-            return f"{value!r} does not fit a 64-bit integer"
+            return f"{_shown_number(value)} does not fit a 64-bit integer"
+        if isinstance(value, int) and not _fits_double(value):
+            # JSON allows any integer; a 400-digit one would overflow float() later
+            return f"{_shown_number(value)} is too large for a 64-bit floating-point number"
         if "minimum" in prop and value < prop["minimum"]:
             return f"{value!r} is less than the minimum of {prop['minimum']}"
         if "maximum" in prop and value > prop["maximum"]:
@@ -264,10 +267,27 @@ def _strings_ok(strings: set[str], prop: dict[str, Any]) -> bool:
     return prop.get("format") != "date-time" or _datetimes_ok(strings)
 
 
+def _fits_double(value: int) -> bool:
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
+
+
+def _shown_number(value: int | float) -> str:
+    """``repr(value)``, shortened: a hostile integer may have thousands of digits."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:16]}...{text[-8:]} ({len(text)} digits)"
+
+
 def _numbers_ok(numbers: list[Any], prop: dict[str, Any]) -> bool:
     if not numbers:
         return True
-    if not all(map(math.isfinite, numbers)):
+    try:
+        if not all(map(math.isfinite, numbers)):
+            return False
+    except OverflowError:  # an integer beyond a double: the per-value pass names it
         return False
     lo, hi = min(numbers), max(numbers)
     if "integer" in types_of(prop) and not (lo >= INT64_MIN and hi <= INT64_MAX):

@@ -14,6 +14,8 @@ import hashlib
 import io
 import json
 import math
+import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -342,3 +344,47 @@ def test_a_statistic_beyond_the_largest_double_is_rounded_exactly() -> None:
     assert shortest(third) == "3.3333333333333333e+310"
     # sqrt(4 * 10**700) = 2 * 10**350 exactly.
     assert round_half_even(Root(Fraction(4 * 10**700)), 3) == Decimal("2" + "0" * 350 + ".000")
+
+
+@pytest.mark.parametrize(
+    ("per_row", "edit", "where", "expected"),
+    [
+        # 400 digits parse as a Python int, which overflowed float() inside the check
+        ("0", ("receipts.jsonl", 0, '"e2e_s": 229.84', '"e2e_s": ' + "9" * 400), "line 1", "e2e_s"),
+        ("1", ("receipts.jsonl", 0, '"e2e_s": 229.84', '"e2e_s": ' + "9" * 400), "line 1", "e2e_s"),
+        ("0", ("receipts.jsonl", 1, '"seq": 1,', '"seq": ' + "1" * 400 + ","), "line 2", "seq"),
+        ("0", ("telemetry.csv", 1, ",41041,", "," + "9" * 400 + ","), "line 2", "hbm_used_mb"),
+    ],
+)
+def test_seal_refuses_an_integer_beyond_a_double_with_its_place(  # noqa: PLR0917
+    tmp_path: Path,
+    keys: Keys,
+    per_row: str,
+    edit: tuple[str, int, str, str],
+    where: str,
+    expected: str,
+) -> None:
+    camp = tmp_path / "c"
+    shutil.copytree(Path(__file__).parent.parent / "samples" / "h3-ref2va-5s", camp)
+    name, line, old, new = edit
+    lines = (camp / name).read_text(encoding="utf-8").split("\n")
+    assert old in lines[line]
+    lines[line] = lines[line].replace(old, new)
+    (camp / name).write_text("\n".join(lines), encoding="utf-8")
+    env = {**os.environ, "REPROBUNDLE_SEAL_PER_ROW": per_row}
+    out = tmp_path / "x.bundle"
+    proc = subprocess.run(
+        [*BUNDLE, "seal", str(camp), "-o", str(out), "--key", str(keys.private_path), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.returncode == 2
+    assert not out.exists()
+    problems = json.loads(proc.stdout)["problems"]
+    assert any(
+        p["where"] == name and p["record"] == where and p["field"] == expected for p in problems
+    ), problems
