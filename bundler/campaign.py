@@ -16,6 +16,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from bundler._internal.confined import ChangedFileError, ConfinedTree, FileIdentity
+from bundler._internal.jsonload import MAX_JSON_DEPTH
+from bundler._internal.jsonload import depth_exceeds as json_depth_exceeds
 from bundler._internal.schemas import document_errors
 from bundler._internal.textsafe import safe
 from bundler._internal.userfile import open_user_file
@@ -80,15 +82,6 @@ class Campaign:
         return self.plan_docs.get(str(self.doc.get("plan", "")))
 
 
-MAX_JSON_DEPTH = 100
-"""How deep arrays and objects may nest in any campaign JSON value.
-
-Deeper values are refused with a located problem: every later stage (schema
-check, sanitizer, RFC 8785 encoder) walks values recursively, and no campaign
-needs more than a handful of levels.
-"""
-
-
 class JsonRefusedError(ValueError):
     """Valid JSON that no later stage can carry safely; the message says why."""
 
@@ -110,26 +103,6 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def json_depth_exceeds(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
-    """True when arrays/objects in ``value`` nest more than ``limit`` levels.
-
-    Level by level, without recursion, visiting only containers (fast on wide
-    tables of flat rows).
-    """
-    level = [value] if isinstance(value, dict | list) else []
-    depth = 0
-    while level:
-        depth += 1
-        if depth > limit:
-            return True
-        below: list[Any] = []
-        for c in level:
-            below += [x for x in (c.values() if type(c) is dict else c) if type(x) in _CONTAINERS]
-        level = below
-    return False
-
-
-_CONTAINERS = (dict, list)
 # JSON may spell a UTF-16 surrogate as an escape; a lone one is not Unicode text and
 # no UTF-8 encoder (Parquet, RFC 8785) can write it.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")

@@ -25,7 +25,14 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["MAX_INT_DIGITS", "MAX_JSON_DEPTH", "JsonLoadError", "line_loader", "loads"]
+__all__ = [
+    "MAX_INT_DIGITS",
+    "MAX_JSON_DEPTH",
+    "JsonLoadError",
+    "depth_exceeds",
+    "line_loader",
+    "loads",
+]
 
 MAX_JSON_DEPTH = 100
 """How deep arrays and objects may nest (the same bound as campaign files): every later
@@ -135,8 +142,12 @@ def _too_deep_at(text: str, limit: int) -> str | None:
     return None
 
 
-def _depth_exceeds(value: Any, limit: int) -> bool:
-    """Level by level, without recursion, looking inside containers only."""
+def depth_exceeds(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True when arrays/objects in ``value`` nest more than ``limit`` levels.
+
+    Level by level, without recursion, looking inside containers only (fast on wide
+    tables of flat rows).
+    """
     level = [value] if type(value) in _CONTAINERS else []
     depth = 0
     while level:
@@ -236,7 +247,7 @@ def _brackets(text: str) -> int:
 def _load(text: str, *, parser: _Parser, limit: int, surrogates: bool) -> Any:
     try:
         value = parser.parse(text)
-        deep = _brackets(text) > limit and _depth_exceeds(value, limit)
+        deep = _brackets(text) > limit and depth_exceeds(value, limit)
     except RecursionError:  # the C scanner gives up near the interpreter's recursion limit
         deep = True
     if deep:
