@@ -396,7 +396,7 @@ import json, sys, time
 t0 = time.perf_counter()
 from pathlib import Path
 sys.path.insert(0, {str(ROOT)!r})
-from bundler.keys import generate_keypair, load_private_key
+from bundler.format.keys import generate_keypair, load_private_key
 from bundler.seal import seal_campaign
 from bundler.verified import open_verified
 from replay.media import rescore_bundle

@@ -36,9 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from replay_scale import write_campaign  # a sibling bench script
 
 MIB = 1 << 20
-PER_ROW_ENV = (
-    "REPROBUNDLE_SEAL_PER_ROW"  # bundler.columnar.PER_ROW_ENV, not imported: no import cost
-)
+# bundler.campaign.columnar.PER_ROW_ENV, not imported: no import cost
+PER_ROW_ENV = "REPROBUNDLE_SEAL_PER_ROW"
 
 # One seal in a fresh process: wall, peak RSS (KiB), CPU seconds and the bundle's SHA-256.
 _CHILD = """

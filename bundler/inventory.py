@@ -24,9 +24,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from bundler._internal.atomic import atomic_write_bytes
 from bundler._internal.jsonload import JsonLoadError, loads
 from bundler._internal.userfile import DOCUMENT_MAX_BYTES, read_user_file
-from bundler.container import member_name_problem
 from bundler.errors import BundleFormatError, Problem, UsageError
-from bundler.hashing import hash_file
+from bundler.format.container import member_name_problem
+from bundler.format.hashing import hash_file
 from bundler.verify import check_bundle
 
 __all__ = [
@@ -162,7 +162,7 @@ def _describe(path: Path, kind: str) -> dict[str, Any]:
     Raises:
         _NotRegistrable: the name, the bundle or its ``campaign.json`` cannot be read.
     """
-    from bundler.campaign import name_problem
+    from bundler.campaign.load import name_problem
     from bundler.verify import open_bundle
 
     if (why := name_problem(path.name)) is not None:
@@ -198,7 +198,7 @@ def _describe(path: Path, kind: str) -> dict[str, Any]:
 
 def _campaign_doc(directory: Path) -> dict[str, Any]:
     """``campaign.json`` of a campaign directory, read as ``bundle seal`` reads it."""
-    from bundler.campaign import read_json
+    from bundler.campaign.load import read_json
 
     if (directory / "campaign.json").is_symlink():
         raise _NotRegistrable("campaign.json: symbolic links are not followed")
@@ -253,7 +253,7 @@ def _inside(path: Path, folder: Path) -> bool:
 def _campaign_artifacts(
     report: InventoryReport, name: str, directory: Path, media_dirs: Sequence[Path]
 ) -> None:
-    from bundler.campaign import load_campaign
+    from bundler.campaign.load import load_campaign
 
     try:
         camp, _ = load_campaign(directory)

@@ -22,22 +22,22 @@ from bundler import __version__
 from bundler._internal import jcs
 from bundler._internal.atomic import atomic_output
 from bundler._internal.confined import ConfinedTree
-from bundler.campaign import Campaign, load_campaign
-from bundler.columnar import ColumnTable, per_row_forced, to_bundle_table
-from bundler.container import write_container
-from bundler.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
+from bundler.campaign.columnar import ColumnTable, per_row_forced, to_bundle_table
+from bundler.campaign.load import Campaign, load_campaign
+from bundler.campaign.plan_check import seal_plan_findings
+from bundler.campaign.sanitize import CREDENTIAL_RULES, Finding, SanitizeError, Sanitizer
 from bundler.errors import CampaignError, Problem, UsageError
-from bundler.hashing import hash_files
-from bundler.keys import key_id
-from bundler.manifest import (
+from bundler.format.container import write_container
+from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
+from bundler.format.hashing import hash_files
+from bundler.format.keys import key_id
+from bundler.format.manifest import (
     ENVELOPE_NAME,
     MANIFEST_NAME,
     build_manifest,
     build_statement,
 )
-from bundler.plan_check import seal_plan_findings
-from bundler.sanitize import CREDENTIAL_RULES, Finding, SanitizeError, Sanitizer
-from bundler.tables import EXTRA_COLUMN, TABLE_NAMES, rows_to_table, table_schema
+from bundler.format.tables import EXTRA_COLUMN, TABLE_NAMES, rows_to_table, table_schema
 
 __all__ = ["PARQUET_OPTIONS", "Progress", "SealResult", "environment", "seal_campaign"]
 

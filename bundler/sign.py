@@ -22,11 +22,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 )
 
 from bundler._internal.atomic import atomic_output
-from bundler.container import write_container
-from bundler.dsse import parse_envelope, verify_envelope
 from bundler.errors import IntegrityError, UsageError
-from bundler.keys import key_id
-from bundler.manifest import ENVELOPE_NAME
+from bundler.format.container import write_container
+from bundler.format.dsse import parse_envelope, verify_envelope
+from bundler.format.keys import key_id
+from bundler.format.manifest import ENVELOPE_NAME
 from bundler.verify import open_bundle
 
 __all__ = ["SignResult", "countersign"]

@@ -27,8 +27,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from bundler.container import Limits, Member
 from bundler.errors import BundleFormatError, IntegrityError, Problem
+from bundler.format.container import Limits, Member
 from bundler.verify import OpenedBundle, VerifyReport, open_bundle
 
 __all__ = ["VerifiedBundle", "open_verified"]

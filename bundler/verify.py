@@ -20,8 +20,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from bundler.container import Limits, Member, member_name_problem, read_container
-from bundler.dsse import (
+from bundler.errors import BundleFormatError, IntegrityError, Problem
+from bundler.format.container import Limits, Member, member_name_problem, read_container
+from bundler.format.dsse import (
     INTOTO_PAYLOAD_TYPE,
     Envelope,
     EnvelopeError,
@@ -29,10 +30,9 @@ from bundler.dsse import (
     parse_envelope,
     verify_envelope,
 )
-from bundler.errors import BundleFormatError, IntegrityError, Problem
-from bundler.hashing import hash_files
-from bundler.keys import key_id
-from bundler.manifest import (
+from bundler.format.hashing import hash_files
+from bundler.format.keys import key_id
+from bundler.format.manifest import (
     ENVELOPE_NAME,
     EXTERNAL_PREFIX,
     MANIFEST_NAME,
@@ -40,7 +40,7 @@ from bundler.manifest import (
     parse_manifest,
     parse_statement,
 )
-from bundler.tables import TABLE_FORMAT_VERSION, TABLE_NAMES, arrow_schema
+from bundler.format.tables import TABLE_FORMAT_VERSION, TABLE_NAMES, arrow_schema
 
 __all__ = [
     "ExternalCheck",

@@ -24,22 +24,22 @@ import pyarrow.parquet as pq
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from bundler import __version__
-from bundler.container import Limits
-from bundler.contract import check_bundle_tables
 from bundler.errors import BundleFormatError, Problem
-from bundler.tables import TABLE_NAMES, arrow_schema
+from bundler.format.container import Limits
+from bundler.format.contract import check_bundle_tables
+from bundler.format.tables import TABLE_NAMES, arrow_schema
 from bundler.verified import VerifiedBundle, open_verified
 from bundler.verify import OpenedBundle
-from replay.attempts import Window, check_attempts, windows
-from replay.attempts import accepted_attempt as find_accepted
-from replay.claims import ClaimsResult, check_claims, contradict_by_media
-from replay.conformance import check_conformance
-from replay.content_limits import check_content_limits
+from replay.engine.limits import check_content_limits
 from replay.inputs import CODED_COLUMNS, RECEIPT_COLUMNS, ReplayInputs
 from replay.result import Integrity, ReplayResult
-from replay.serving_inputs import load_serving
-from replay.serving_summary import summarize
-from replay.stats import StatsCache
+from replay.sections.attempts import Window, check_attempts, windows
+from replay.sections.attempts import accepted_attempt as find_accepted
+from replay.sections.claims import ClaimsResult, check_claims, contradict_by_media
+from replay.sections.conformance import check_conformance
+from replay.sections.stats import StatsCache
+from replay.serving.inputs import load_serving
+from replay.serving.summary import summarize
 
 __all__ = [
     "MediaRequest",
@@ -89,8 +89,8 @@ def inputs_from_bundle(bundle: VerifiedBundle | OpenedBundle) -> ReplayInputs:
         BundleFormatError: a document is not a JSON object, or the plan the campaign
             names is a table or absent (possible only in a bundle sealed by another tool,
             accepted unsigned); or the content is over replay's limits
-            (:func:`replay.content_limits.check_content_limits`); or a table breaks the
-            contract seal enforces (:func:`bundler.contract.check_bundle_tables`), each
+            (:func:`replay.engine.limits.check_content_limits`); or a table breaks the
+            contract seal enforces (:func:`bundler.format.contract.check_bundle_tables`), each
             problem located by member, row and field. A signature vouches for who
             sealed, not for sanity.
     """
@@ -219,14 +219,14 @@ def replay(
 
     Raises:
         UsageError: ``against`` is not the sealed bundle that ``bundle`` is a rerun of
-            (:func:`replay.rerun.compare.check_rerun_pair`).
+            (:func:`replay.sections.against.check_rerun_pair`).
         CouldNotRunError: the tables have no single accepted attempt.
         BundleFormatError: a document of an unsigned bundle is malformed.
         replay.media.DeviceError: ``media.device`` is not available.
     """
     if against is not None:
         # Before any work: a pair that is not a rerun of the sealed bundle is refused.
-        from replay.rerun.compare import check_rerun_pair
+        from replay.sections.against import check_rerun_pair
 
         check_rerun_pair(bundle, against)
     result = replay_inputs(
@@ -249,7 +249,7 @@ def replay(
         )
     comparison = None
     if against is not None:
-        from replay.rerun.compare import DEFAULT_TOLERANCE, compare_bundles
+        from replay.sections.against import DEFAULT_TOLERANCE, compare_bundles
 
         tol = DEFAULT_TOLERANCE if tolerance is None else tolerance
         comparison = compare_bundles(bundle, against, tolerance=tol)
@@ -272,7 +272,7 @@ def replay_bundle(
         trusted: public keys whose signature makes the bundle trusted.
         allow_unsigned: replay a bundle no trusted key signed; every section then says
             UNSIGNED/UNTRUSTED.
-        limits: container reading bounds (defaults: ``bundler.container.Limits()``).
+        limits: container reading bounds (defaults: ``bundler.format.container.Limits()``).
 
     Returns:
         The structured result; ``.exit_code`` is 0, 4 or 5.

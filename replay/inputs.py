@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from replay._arrow import (
+from replay.engine.arrow import (
     BoolArray,
     IntArray,
     column_numpy,
@@ -24,7 +24,7 @@ from replay._arrow import (
     rows,
     timestamps_ns,
 )
-from replay.serving_inputs import ServingData
+from replay.serving.inputs import ServingData
 
 __all__ = ["CODED_COLUMNS", "RECEIPT_COLUMNS", "Arm", "Codes", "Receipts", "ReplayInputs"]
 

@@ -28,14 +28,14 @@ from bundler.errors import (
     EXIT_OK,
     EXIT_UNVERIFIABLE,
 )
-from replay.attempts import AttemptsResult
-from replay.claims import CONTRADICTED, UNVERIFIABLE, ClaimsResult
-from replay.conformance import ConformanceResult
-from replay.latency import LatencyResult
-from replay.lifecycle import LifecycleResult
-from replay.quality import FAIL, UNATTESTED, QualityResult
-from replay.serving_summary import ServingPoint
-from replay.telemetry import TelemetryResult
+from replay.sections.attempts import AttemptsResult
+from replay.sections.claims import CONTRADICTED, UNVERIFIABLE, ClaimsResult
+from replay.sections.conformance import ConformanceResult
+from replay.sections.latency import LatencyResult
+from replay.sections.lifecycle import LifecycleResult
+from replay.sections.quality import FAIL, UNATTESTED, QualityResult
+from replay.sections.telemetry import TelemetryResult
+from replay.serving.summary import ServingPoint
 
 __all__ = [
     "SECTIONS",

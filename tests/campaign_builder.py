@@ -121,7 +121,7 @@ def write_campaign(root: Path, **overrides: Any) -> Path:
 def mark_rerun_of(campaign: dict[str, Any], sealed: Path) -> dict[str, Any]:
     """Make ``campaign`` (a campaign.json document) a rerun of the bundle file ``sealed``.
 
-    The fields ``bundle rerun`` writes (``replay/rerun/writer.py``): kind ``rerun`` and
+    The fields ``bundle rerun`` writes (``rerun/writer.py``): kind ``rerun`` and
     ``rerun_of.bundle_sha256``, the SHA-256 of the sealed bundle file's bytes.
     """
     import hashlib
@@ -135,6 +135,6 @@ def mark_rerun_of(campaign: dict[str, Any], sealed: Path) -> dict[str, Any]:
 
 
 def _member_text(bundle: Path, name: str) -> str:
-    from bundler.container import read_container
+    from bundler.format.container import read_container
 
     return next(m.data for m in read_container(bundle) if m.name == name).decode("utf-8")

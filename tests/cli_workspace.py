@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from bundler.keys import generate_keypair, load_private_key
+from bundler.format.keys import generate_keypair, load_private_key
 from bundler.seal import seal_campaign
 from tests.reference_server.campaign import write_campaign
 

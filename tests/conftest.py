@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from bundler.keys import generate_keypair, load_private_key, load_public_key
+from bundler.format.keys import generate_keypair, load_private_key, load_public_key
 from bundler.seal import seal_campaign
 from tests.campaign_builder import write_campaign
 

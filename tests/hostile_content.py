@@ -3,7 +3,7 @@
 A signature says who sealed a bundle, not that its content is sane. Each
 builder here starts from the mini campaign sealed by ``bundle seal``
 (``tests/campaign_builder.py``), replaces some members (tables written with
-``bundler.tables.arrow_schema`` and the sealer's Parquet options,
+``bundler.format.tables.arrow_schema`` and the sealer's Parquet options,
 ``campaign.json`` edited), rebuilds the manifest and the in-toto statement over
 the new members and signs them with the given key: ``bundle verify`` accepts
 the result, so only replay's own bounds stand between it and the content.
@@ -26,11 +26,11 @@ import pyarrow.parquet as pq
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from bundler._internal import jcs
-from bundler.container import read_container, write_container
-from bundler.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
-from bundler.manifest import ENVELOPE_NAME, MANIFEST_NAME, build_statement
+from bundler.format.container import read_container, write_container
+from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
+from bundler.format.manifest import ENVELOPE_NAME, MANIFEST_NAME, build_statement
+from bundler.format.tables import arrow_schema
 from bundler.seal import parquet_bytes, seal_campaign
-from bundler.tables import arrow_schema
 from tests.campaign_builder import BASELINE_COMMIT, CANDIDATE_COMMIT, write_campaign
 
 __all__ = [

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bundler.keys import generate_keypair, load_private_key
+from bundler.format.keys import generate_keypair, load_private_key
 from bundler.seal import seal_campaign
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -256,7 +256,7 @@ _LIVE_LINK = re.compile(r"(?i)https?://|www\.")
 def test_markdown_report_neither_mentions_nor_links(
     text: str, author: Keys, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    from replay.html.render import render_bundle
+    from replay.report.html.render import render_bundle
 
     work = tmp_path_factory.mktemp("md")
     f = build(seed_like())
@@ -274,7 +274,7 @@ def test_markdown_report_neither_mentions_nor_links(
 
 
 def test_closing_syntax_and_mentions_together_stay_inert() -> None:
-    from replay.html.text import markdown_text
+    from replay.report.escape import markdown_text
 
     out, n = markdown_text("fixes #123, thanks `@bob, see www.x.example")
     assert n == 1

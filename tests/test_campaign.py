@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bundler.campaign import load_campaign
+from bundler.campaign.load import load_campaign
 from tests.campaign_builder import receipts, write_campaign
 
 

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-import bundler.campaign
+import bundler.campaign.load
 from bundler._internal.confined import ChangedFileError, ConfinedTree, FileIdentity
-from bundler.columnar import PER_ROW_ENV
+from bundler.campaign.columnar import PER_ROW_ENV
 from bundler.errors import CampaignError
 from bundler.seal import seal_campaign
 from tests.campaign_builder import receipts, write_campaign
@@ -33,14 +33,14 @@ MARK = "OUTSIDEMARK"
 
 def _swap_after_walk(monkeypatch: pytest.MonkeyPatch, swap: Callable[[], None]) -> None:
     """Run ``swap`` right after the campaign walk returns, before any file is read."""
-    real_walk = bundler.campaign._walk
+    real_walk = bundler.campaign.load._walk
 
     def walk_then_swap(*args: Any, **kwargs: Any) -> Any:
         out = real_walk(*args, **kwargs)
         swap()
         return out
 
-    monkeypatch.setattr(bundler.campaign, "_walk", walk_then_swap)
+    monkeypatch.setattr(bundler.campaign.load, "_walk", walk_then_swap)
 
 
 def _link_in(target: Path, link: Path) -> Callable[[], None]:

@@ -25,10 +25,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bundler.campaign import load_campaign
-from bundler.columnar import PER_ROW_ENV, read_columnar
+from bundler.campaign.columnar import PER_ROW_ENV, read_columnar
+from bundler.campaign.load import load_campaign
+from bundler.campaign.sanitize import _ANY_RE2, Sanitizer
 from bundler.errors import CampaignError
-from bundler.sanitize import _ANY_RE2, Sanitizer
 from bundler.seal import seal_campaign
 from tests.campaign_builder import receipts, write_campaign
 

@@ -30,8 +30,8 @@ from bundler._internal.atomic import (
     partial_name,
     remove_stale_partials,
 )
-from bundler.container import write_container
 from bundler.errors import UsageError
+from bundler.format.container import write_container
 from bundler.seal import SealResult, seal_campaign
 from tests.campaign_builder import write_campaign
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from bundler.container import Limits, read_container, write_container
 from bundler.errors import BundleFormatError
+from bundler.format.container import Limits, read_container, write_container
 from bundler.verify import check_bundle
 
 
@@ -274,7 +274,7 @@ def test_reserved_zstd_block_type_is_corrupt(tmp_path: Path) -> None:
 def test_decompression_output_is_bounded_per_read(tmp_path: Path) -> None:
     # 64 MiB of zeros are RLE blocks (4 bytes per 128 KiB): feeding fixed byte counts
     # would let one call regenerate tens of MiB. Whole blocks keep each step at 1 MiB.
-    from bundler.container import _FramePull
+    from bundler.format.container import _FramePull
 
     p = tmp_path / "z.bin"
     p.write_bytes(zstandard.ZstdCompressor(level=19).compress(bytes(64 << 20)))

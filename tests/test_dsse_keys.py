@@ -11,9 +11,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from bundler.dsse import pae, parse_envelope, sign_payload, verify_envelope
 from bundler.errors import KeyFileError
-from bundler.keys import generate_keypair, key_id, load_private_key, load_public_key
+from bundler.format.dsse import pae, parse_envelope, sign_payload, verify_envelope
+from bundler.format.keys import generate_keypair, key_id, load_private_key, load_public_key
 
 
 def test_pae_matches_the_dsse_spec_test_vector() -> None:

@@ -1,4 +1,4 @@
-"""The one gate evaluator (``replay/gates.py``, ``specs/gates.md``) and its use by quality.
+"""The one gate evaluator (``replay/sections/gates.py``, ``specs/gates.md``) and its use by quality.
 
 Expected values are worked out by hand: thresholds and values are dyadic
 fractions (0.5, 0.75, …) wherever a margin is compared exactly, so the
@@ -15,7 +15,8 @@ import pyarrow as pa
 import pytest
 
 from bundler.errors import BundleFormatError
-from replay.gates import (
+from replay.inputs import ReplayInputs
+from replay.sections.gates import (
     FAIL,
     METRIC_TABLE,
     OPS,
@@ -28,8 +29,7 @@ from replay.gates import (
     scorer_requirement,
     worst,
 )
-from replay.inputs import ReplayInputs
-from replay.quality import check_quality
+from replay.sections.quality import check_quality
 
 
 def gate(op: str = ">=", threshold: float = 0.5, **kw: Any) -> Gate:

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-import bundler.campaign
-import bundler.contract
+import bundler.campaign.load
+import bundler.format.contract
 from bundler._internal.textsafe import has_unsafe, json_safe, safe, unsafe_chars
-from bundler.campaign import MAX_JSON_DEPTH, json_depth_exceeds, load_campaign
+from bundler.campaign.load import MAX_JSON_DEPTH, json_depth_exceeds, load_campaign
 from bundler.seal import seal_campaign
 from tests.campaign_builder import receipts, write_campaign
 from tests.conftest import Keys
@@ -289,8 +289,8 @@ def spoof_bundle(tmp_path: Path, keys: Keys, monkeypatch: pytest.MonkeyPatch) ->
     """
     camp = write_campaign(tmp_path / "c", **{"artifacts.jsonl": [SPOOF_ARTIFACT]})
     (camp / SPOOF_FILE).write_text("hello")
-    monkeypatch.setattr(bundler.campaign, "name_problem", lambda rel: None, raising=False)
-    monkeypatch.setattr(bundler.contract, "name_problem", lambda rel: None)
+    monkeypatch.setattr(bundler.campaign.load, "name_problem", lambda rel: None, raising=False)
+    monkeypatch.setattr(bundler.format.contract, "name_problem", lambda rel: None)
     out = tmp_path / "spoof.bundle"
     seal_campaign(camp, out, keys=[keys.private])
     monkeypatch.undo()
@@ -324,7 +324,7 @@ def test_verify_and_inspect_escape_hostile_names(spoof_bundle: Path, keys: Keys)
 
 
 def test_problem_and_error_lines_are_escaped(spoof_bundle: Path, tmp_path: Path) -> None:
-    from bundler.container import read_container, write_container
+    from bundler.format.container import read_container, write_container
 
     members = [(m.name, m.data) for m in read_container(spoof_bundle)]
     members.append((f"files/x\nspoof.bundle: VERIFIED{ESC}[0m", b"extra"))

@@ -153,7 +153,7 @@ def test_duckdb_reads_the_export_and_gets_replays_numbers(
 def test_parquet_export_is_the_sealed_bytes(
     sample_bundle: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    from bundler.container import read_container
+    from bundler.format.container import read_container
 
     bundle, pub = sample_bundle
     run("export", bundle, tmp_path / "e", "--key", pub, check=0)

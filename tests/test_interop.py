@@ -28,10 +28,10 @@ from securesystemslib.exceptions import VerificationError
 from securesystemslib.signer import SSlibKey  # type: ignore[attr-defined]  # re-exported, no __all__
 
 from bundler._internal import jcs
-from bundler.container import read_container, write_container
-from bundler.dsse import INTOTO_PAYLOAD_TYPE, parse_envelope, sign_payload
-from bundler.keys import key_id
-from bundler.manifest import ENVELOPE_NAME, MANIFEST_NAME
+from bundler.format.container import read_container, write_container
+from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, parse_envelope, sign_payload
+from bundler.format.keys import key_id
+from bundler.format.manifest import ENVELOPE_NAME, MANIFEST_NAME
 from bundler.verify import check_bundle
 from tests.conftest import Keys, make_keys
 

@@ -18,9 +18,9 @@ from typing import Any
 from click.testing import CliRunner
 
 from bundler._internal import jcs
-from bundler.container import read_container, write_container
-from bundler.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
-from bundler.manifest import ENVELOPE_NAME, MANIFEST_NAME, build_statement
+from bundler.format.container import read_container, write_container
+from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
+from bundler.format.manifest import ENVELOPE_NAME, MANIFEST_NAME, build_statement
 from bundler.verify import check_bundle
 from reprobundle.cli.main import main
 from tests.conftest import Keys

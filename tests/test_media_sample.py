@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bundler.campaign import load_campaign
+from bundler.campaign.load import load_campaign
 
 SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "media-mini"
 GENERATED = {

@@ -57,7 +57,7 @@ from typing import Any, Literal
 import pytest
 import zstandard
 
-from bundler.container import Limits, read_container
+from bundler.format.container import Limits, read_container
 from bundler.verify import check_bundle, json_cost
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,14 +18,14 @@ import pytest
 from click.testing import CliRunner
 
 from bundler._internal.schemas import document_errors
-from bundler.errors import Problem
-from bundler.plan_check import (
+from bundler.campaign.plan_check import (
     Finding,
     PlanCheckResult,
     check_plan,
     plan_slots,
     seal_plan_findings,
 )
+from bundler.errors import Problem
 from bundler.seal import seal_campaign
 from reprobundle.cli.rerun_cmd import plan_group
 from tests.reference_server.campaign import write_campaign

@@ -31,10 +31,10 @@ from typing import Any
 
 import pytest
 
+from bundler.format.serving_run import ServingRun, SourceError
 from bundler.importers import aiperf
-from bundler.importers.run import ServingRun, SourceError
 from bundler.importers.write import _stable_decimals
-from replay.serving import throughput
+from replay.serving.stats import throughput
 
 HERE = Path(__file__).resolve().parent
 REAL = HERE / "fixtures" / "real_writers"

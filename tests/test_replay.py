@@ -22,13 +22,13 @@ from click.testing import CliRunner
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from bundler._internal.schemas import load_schema
-from bundler.container import read_container, write_container
 from bundler.errors import IntegrityError
+from bundler.format.container import read_container, write_container
 from replay.api import replay_bundle
-from replay.claims import CONFIRMED, CONTRADICTED, UNVERIFIABLE
-from replay.exact import Root, group_sums, round_half_even
-from replay.report_json import result_to_dict
+from replay.engine.exact import Root, group_sums, round_half_even
+from replay.report.json_view import result_to_dict
 from replay.result import SECTIONS, UNTRUSTED_NOTE
+from replay.sections.claims import CONFIRMED, CONTRADICTED, UNVERIFIABLE
 from reprobundle.cli.replay_cmd import replay_command
 from tests.conftest import Keys
 from tests.replay_factory import Server, build, seed_like

@@ -15,10 +15,10 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from replay.api import replay_bundle
-from replay.claims import CONFIRMED, CONTRADICTED, UNVERIFIABLE
-from replay.quality import FAIL, UNATTESTED
-from replay.report_json import result_to_dict
+from replay.report.json_view import result_to_dict
 from replay.result import ReplayResult
+from replay.sections.claims import CONFIRMED, CONTRADICTED, UNVERIFIABLE
+from replay.sections.quality import FAIL, UNATTESTED
 from tests.replay_factory import Files, Server, build, seed_like
 
 

@@ -20,10 +20,10 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from bundler.container import ContentLimits
 from bundler.errors import BundleFormatError
+from bundler.format.container import ContentLimits
 from bundler.verified import open_verified
-from replay.content_limits import check_content_limits
+from replay.engine.limits import check_content_limits
 from tests.hostile_content import hostile_bundle as build_hostile
 from tests.hostile_content import many_arms, many_claims, many_gates, table_bytes
 from tests.test_memory_bound import GIB, ROOT, SAFETY_CAP, _env, run_capped
@@ -150,11 +150,11 @@ import json, resource, sys
 import numpy as np, pyarrow.parquet as pq, io
 cap = 2 << 30
 resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-from bundler.container import read_container
+from bundler.format.container import read_container
 from replay.inputs import ReplayInputs
-from replay.latency import compute_latency
-from replay.conformance import check_conformance
-from replay.attempts import Window
+from replay.sections.latency import compute_latency
+from replay.sections.conformance import check_conformance
+from replay.sections.attempts import Window
 tables = {m.name: m.data for m in read_container(sys.argv[1])}
 receipts = pq.read_table(io.BytesIO(tables["tables/receipts.parquet"]))
 campaign = {"arms": [

@@ -18,11 +18,11 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bundler.tables import rows_to_table
+from bundler.format.tables import rows_to_table
 from replay.api import replay_bundle, replay_inputs
-from replay.claims import CONFIRMED
 from replay.inputs import ReplayInputs
 from replay.result import Integrity, ReplayResult
+from replay.sections.claims import CONFIRMED
 from tests.replay_factory import DEFAULT_GATES, Files, Server, Spec, build
 
 # Seconds with 0 to 3 decimals, and dyadic values whose decimal ties are exact doubles.

@@ -17,10 +17,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from bundler.seal import seal_campaign
 from replay.api import replay_bundle
-from replay.claims import CONFIRMED
-from replay.exact import Exact, round_half_even
-from replay.report_text import render_text
+from replay.engine.exact import Exact, round_half_even
+from replay.report.text import render_text
 from replay.result import ReplayResult
+from replay.sections.claims import CONFIRMED
 from reprobundle.cli.replay_cmd import replay_command
 
 SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "h3-ref2va-5s"

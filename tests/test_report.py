@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from bundler.errors import CouldNotRunError, IntegrityError, UsageError
 from bundler.lint_text import find_closing_references
 from bundler.seal import seal_campaign
-from replay.html.render import render_bundle
+from replay.report.html.render import render_bundle
 from reprobundle.cli.report_cmd import report_command
 from tests.campaign_builder import mark_rerun_of
 from tests.conftest import Keys, make_keys

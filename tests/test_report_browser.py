@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from replay.html.render import render_bundle
+from replay.report.html.render import render_bundle
 from tests.test_report import SECTIONS, SEED, Sealed, parse_page, seal
 
 pytest.importorskip("matplotlib", reason="the HTML report needs matplotlib (the report extra)")

@@ -19,7 +19,7 @@ pytest.importorskip("matplotlib", reason="the charts need matplotlib (the report
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from replay.html.charts import (
+from replay.report.html.charts import (
     ECDF_MARKERS_LIMIT,
     ArmPanel,
     Effect,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from replay.html.html import render_html
-from replay.html.markdown import MD_LISTING_ROWS, render_markdown
-from replay.html.view import FOLD_ROWS, Para, Report, Section, Table, cell, rich
+from replay.report.html.html import render_html
+from replay.report.html.view import FOLD_ROWS, Para, Report, Section, Table, cell, rich
+from replay.report.markdown import MD_LISTING_ROWS, render_markdown
 
 
 def _report(*sections: Section) -> Report:

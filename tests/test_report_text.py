@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from replay.api import replay_bundle
-from replay.html.render import render_bundle
-from replay.report_text import render_text
+from replay.report.html.render import render_bundle
+from replay.report.text import render_text
 from replay.result import ReplayResult
 from tests.conftest import Keys
 from tests.replay_factory import build, seed_like

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from bundler.lint_text import find_closing_references
-from replay.html.text import (
+from replay.report.escape import (
     html_text,
     markdown_code,
     markdown_line_start,
@@ -71,7 +71,12 @@ def test_newlines_and_control_characters_cannot_break_lines() -> None:
 
 def test_large_campaigns_draw_every_request_into_one_embedded_image() -> None:
     pytest.importorskip("matplotlib")
-    from replay.html.charts import INDIVIDUAL_MARKS_LIMIT, ArmPanel, ServerPoints, latency_chart
+    from replay.report.html.charts import (
+        INDIVIDUAL_MARKS_LIMIT,
+        ArmPanel,
+        ServerPoints,
+        latency_chart,
+    )
 
     n = INDIVIDUAL_MARKS_LIMIT  # per server: two servers exceed the limit together
     servers = tuple(
@@ -98,7 +103,7 @@ def test_large_campaigns_draw_every_request_into_one_embedded_image() -> None:
 
 def test_charts_are_deterministic_and_prefixed() -> None:
     pytest.importorskip("matplotlib")
-    from replay.html.charts import ArmPanel, ServerPoints, latency_chart
+    from replay.report.html.charts import ArmPanel, ServerPoints, latency_chart
 
     panel = ArmPanel(
         "baseline <b>",

@@ -19,8 +19,8 @@ import pytest
 from bundler.seal import seal_campaign
 from bundler.verified import VerifiedBundle, open_verified
 from replay.api import replay_bundle
-from replay.rerun.compare import DEFAULT_TOLERANCE, RerunComparison, compare_bundles
-from replay.rerun.compare import format_comparison as fmt
+from replay.sections.against import DEFAULT_TOLERANCE, RerunComparison, compare_bundles
+from replay.sections.against import format_comparison as fmt
 from tests.conftest import Keys
 from tests.reference_server.campaign import (
     BASELINE_COMMIT,
@@ -194,11 +194,11 @@ def test_an_exit_with_no_teardown_budget_is_unclean_in_compare_as_in_replay(
     by hand, the sealed bundle has 2 exits, 1 clean (baseline w0, 0.3 <= 0.6 s); the
     rerun 3 exits, 1 clean (baseline w0; w1 was killed; candidate w0 has no budget).
 
-    This sealer refuses a plan without a budget for every arm (bundler/campaign.py); a
+    This sealer refuses a plan without a budget for every arm (bundler/campaign/load.py); a
     bundle sealed by another tool and accepted unsigned can hold one. It is made here by
     sealing with that one campaign check switched off.
     """
-    monkeypatch.setattr("bundler.campaign._plan_checks", lambda camp, arms: [])
+    monkeypatch.setattr("bundler.campaign.load._plan_checks", lambda camp, arms: [])
     plan = campaign_plan(teardown={"baseline": {"term_wait_s": 0.6, "kill_wait_s": 2}})
     plan_bytes = json.dumps(plan).encode()
     values = {

@@ -1,8 +1,8 @@
 """A rerun's re-paired comparisons: how they are paired, and that unscored ones never pass.
 
 The rerun writes the sealed campaign's comparisons onto its own clips with no
-metric values (``replay/rerun/writer.py``, ``pair_comparisons``). The
-statistical replay (``replay/quality.py``) must then count them as neither
+metric values (``rerun/writer.py``, ``pair_comparisons``). The
+statistical replay (``replay/sections/quality.py``) must then count them as neither
 passing nor failing; media replay scores them (``tests/test_rerun_e2e.py``).
 """
 
@@ -14,8 +14,8 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from replay.api import replay_bundle
-from replay.claims import CONFIRMED
-from replay.rerun.writer import SealedSource, pair_comparisons
+from replay.sections.claims import CONFIRMED
+from rerun.writer import SealedSource, pair_comparisons
 from tests.replay_factory import build, seed_like
 
 A = "a" * 64

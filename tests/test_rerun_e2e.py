@@ -37,15 +37,15 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from bundler.campaign import load_campaign
-from bundler.plan_check import check_plan
+from bundler.campaign.load import load_campaign
+from bundler.campaign.plan_check import check_plan
 from bundler.seal import seal_campaign
 from bundler.verified import VerifiedBundle, open_verified
 from replay.api import replay, replay_bundle
-from replay.rerun.compare import compare_bundles, format_comparison
-from replay.rerun.runner import RerunControl, RerunEvent, RerunOptions, run_rerun
+from replay.sections.against import compare_bundles, format_comparison
 from reprobundle.cli.replay_cmd import replay_command
 from reprobundle.cli.rerun_cmd import rerun_command
+from rerun.runner import RerunControl, RerunEvent, RerunOptions, run_rerun
 from tests.conftest import Keys
 from tests.reference_server import REPO_ROOT
 from tests.reference_server.campaign import LATENCY_S, campaign_plan, tiny_png, write_campaign

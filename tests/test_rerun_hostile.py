@@ -37,8 +37,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from bundler.seal import seal_campaign
-from replay.rerun.writer import RerunWriter, SealedSource
 from reprobundle.cli.rerun_cmd import rerun_command
+from rerun.writer import RerunWriter, SealedSource
 from tests.conftest import Keys
 from tests.reference_server import REPO_ROOT
 from tests.reference_server.campaign import campaign_plan, write_campaign
@@ -297,7 +297,7 @@ def _sha8(name: str) -> str:
 
 def test_safe_name_keeps_honest_names_and_maps_every_other_to_one_distinct_file_name() -> None:
     # Imported here so that the rest of the file still runs (and fails) on the code before it.
-    from replay.rerun.confine import safe_name
+    from rerun.confine import safe_name
 
     # The rule as documented in docs/rerun.md, applied by hand.
     for honest in ("baseline-1", "rerun-2", "rerun-1-candidate-2-03", "a.b_c"):
@@ -597,7 +597,7 @@ def test_author_text_in_model_and_args_never_runs_as_shell_code(
     ],
 )
 def test_a_placeholder_a_shell_would_read_again_is_refused(template: str) -> None:
-    from replay.rerun.launcher import LaunchError, expand_command
+    from rerun.launcher import LaunchError, expand_command
 
     with pytest.raises(LaunchError):
         expand_command(template, {"model": "m; touch x", "port": "1"}, ["touch", "x"])

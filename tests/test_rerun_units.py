@@ -16,10 +16,11 @@ import av
 import pytest
 from click.testing import CliRunner
 
-from bundler.container import read_container, write_container
 from bundler.errors import UsageError
+from bundler.format.container import read_container, write_container
 from bundler.seal import seal_campaign
-from replay.rerun.client import (
+from reprobundle.cli.rerun_cmd import plan_group, rerun_command
+from rerun.client import (
     Deadline,
     FilePart,
     VideoClient,
@@ -28,7 +29,7 @@ from replay.rerun.client import (
     encode_multipart,
     reported_commit,
 )
-from replay.rerun.launcher import (
+from rerun.launcher import (
     LaunchError,
     LaunchSpec,
     ServerProcess,
@@ -36,10 +37,9 @@ from replay.rerun.launcher import (
     expand_command,
     free_port,
 )
-from replay.rerun.runner import RerunOptions, run_rerun
-from replay.rerun.schedule import build_schedule
-from replay.rerun.watchdog import StopFlag
-from reprobundle.cli.rerun_cmd import plan_group, rerun_command
+from rerun.runner import RerunOptions, run_rerun
+from rerun.schedule import build_schedule
+from rerun.watchdog import StopFlag
 from tests.conftest import Keys
 from tests.reference_server import REPO_ROOT, running_server, server_command
 from tests.reference_server.campaign import (

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from bundler.campaign import load_campaign
-from bundler.container import read_container
+from bundler.campaign.load import load_campaign
+from bundler.format.container import read_container
 from bundler.seal import seal_campaign
 from bundler.verify import check_bundle
 from tests.conftest import Keys

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bundler.sanitize import Sanitizer
+from bundler.campaign.sanitize import Sanitizer
 
 
 def scrub(text: str, hostnames: tuple[str, ...] = ()) -> str:

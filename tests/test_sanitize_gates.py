@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bundler import sanitize
-from bundler.sanitize import _RULE_RE2, RULES, Sanitizer
+from bundler.campaign import sanitize
+from bundler.campaign.sanitize import _RULE_RE2, RULES, Sanitizer
 
 BASIC = base64.b64encode(b"carol:hunter2").decode()
 

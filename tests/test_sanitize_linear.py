@@ -1,6 +1,6 @@
 """Every scrubbing rule is linear in its input (issue 12, defect 3: ReDoS).
 
-Each rule of ``bundler.sanitize.RULES`` is timed alone on adversarial inputs of 1 MiB
+Each rule of ``bundler.campaign.sanitize.RULES`` is timed alone on adversarial inputs of 1 MiB
 and 2 MiB: shapes that make a backtracking regex retry from every position (``1.2.3.``
 repeated, ``a.a.a.``, a rule's own prefix repeated, long runs of a rule's class with no
 terminator). The median over a few interleaved runs of t(2 MiB) / t(1 MiB) must stay
@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import pytest
 
-from bundler.sanitize import RULES, Sanitizer
+from bundler.campaign.sanitize import RULES, Sanitizer
 
 MIB = 1 << 20
 RUNS = 3

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bundler.sanitize import (
+from bundler.campaign.sanitize import (
     _ANY,
     RULES,
     SanitizeError,

@@ -14,9 +14,9 @@ import pytest
 import zstandard
 
 from bundler._internal import jcs
-from bundler.container import read_container, write_container
 from bundler.errors import CampaignError, IntegrityError, UsageError
-from bundler.manifest import ENVELOPE_NAME, MANIFEST_NAME
+from bundler.format.container import read_container, write_container
+from bundler.format.manifest import ENVELOPE_NAME, MANIFEST_NAME
 from bundler.seal import seal_campaign
 from bundler.sign import countersign
 from bundler.verify import check_bundle, open_bundle, verify_bundle

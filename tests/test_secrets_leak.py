@@ -24,8 +24,8 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from bundler.container import read_container
 from bundler.errors import CampaignError
+from bundler.format.container import read_container
 from bundler.seal import seal_campaign
 from tests.campaign_builder import receipts, write_campaign
 from tests.conftest import Keys

@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from bundler.format.serving_run import SourceError
 from bundler.importers import vllm
-from bundler.importers.run import SourceError
-from replay.exact import round_half_even, to_double
-from replay.serving import RunStats, good_requests, throughput
+from replay.engine.exact import round_half_even, to_double
+from replay.serving.stats import RunStats, good_requests, throughput
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location(

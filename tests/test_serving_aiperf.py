@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from bundler.format.serving_run import SourceError
 from bundler.importers import aiperf
-from bundler.importers.run import SourceError
-from replay.exact import to_double
-from replay.serving import RunStats, throughput
-from replay.serving_conformance import peak_in_flight
+from replay.engine.exact import to_double
+from replay.serving.conformance import peak_in_flight
+from replay.serving.stats import RunStats, throughput
 
 _PCTS = (1, 5, 10, 25, 50, 75, 90, 95, 99)
 T0 = 1_759_813_207_532_900_363  # an epoch in ns, as request_start_ns holds

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from bundler.container import read_container
 from bundler.errors import IntegrityError, UsageError
-from bundler.manifest import ENVELOPE_NAME
+from bundler.format.container import read_container
+from bundler.format.manifest import ENVELOPE_NAME
 from bundler.seal import seal_campaign
 from bundler.sign import countersign
 from bundler.verify import check_bundle

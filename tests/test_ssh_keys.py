@@ -19,9 +19,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from bundler.container import read_container
 from bundler.errors import KeyFileError
-from bundler.keys import load_private_key, load_trusted_keys
+from bundler.format.container import read_container
+from bundler.format.keys import load_private_key, load_trusted_keys
 from tests.campaign_builder import write_campaign
 
 BUNDLE = [sys.executable, "-m", "reprobundle.cli"]

@@ -27,10 +27,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from bundler._internal import jcs
-from bundler.container import read_container, write_container
-from bundler.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
 from bundler.errors import CampaignError
-from bundler.manifest import ENVELOPE_NAME, MANIFEST_NAME, build_statement
+from bundler.format.container import read_container, write_container
+from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
+from bundler.format.manifest import ENVELOPE_NAME, MANIFEST_NAME, build_statement
 from bundler.seal import seal_campaign
 from tests.conftest import Keys, make_keys
 from tests.replay_factory import Files, build, seed_like
@@ -335,7 +335,7 @@ def test_a_statistic_beyond_the_largest_double_is_rounded_exactly() -> None:
     from decimal import Decimal
     from fractions import Fraction
 
-    from replay.exact import Root, display, round_half_even, shortest
+    from replay.engine.exact import Root, display, round_half_even, shortest
 
     # 10**311 / 3 = 333…3.333… (311 threes before the point): no double holds it.
     third = Fraction(10**311, 3)

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from bundler._internal.schemas import load_schema
 from bundler._internal.timefmt import format_ns, parse_rfc3339_ns
-from bundler.tables import TABLE_NAMES, arrow_schema, check_rows, rows_to_table, table_schema
-from bundler.vocabulary import STATISTICS
+from bundler.format.tables import TABLE_NAMES, arrow_schema, check_rows, rows_to_table, table_schema
+from bundler.format.vocabulary import STATISTICS
 from tests.campaign_builder import receipts
 
 # Values of every JSON type, including near-misses of each field's constraints.
@@ -200,7 +200,7 @@ rfc3339 = st.builds(
 @settings(max_examples=300)
 @given(st.lists(rfc3339, min_size=1, max_size=5))
 def test_bulk_timestamp_parse_equals_reference(texts: list[str]) -> None:
-    from bundler.tables import timestamps_ns
+    from bundler.format.tables import timestamps_ns
 
     bulk = timestamps_ns(texts).cast(pa.int64()).to_pylist()
     assert bulk == [parse_rfc3339_ns(t) for t in texts]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from replay.rerun.telemetry import (
+from rerun.telemetry import (
     CommandSource,
     DeviceSample,
     NoTelemetry,

@@ -19,7 +19,7 @@ import pytest
 
 from bundler._internal.userfile import read_user_file
 from bundler.errors import KeyFileError, UsageError
-from bundler.keys import load_public_key
+from bundler.format.keys import load_public_key
 from tests.conftest import Keys
 
 BUNDLE = [sys.executable, "-m", "reprobundle.cli"]

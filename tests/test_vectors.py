@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bundler.keys import load_public_key
+from bundler.format.keys import load_public_key
 from bundler.seal import environment
 from bundler.verify import check_bundle
 from tests.vectors.make_vectors import make

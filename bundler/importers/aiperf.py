@@ -56,7 +56,7 @@ import numpy as np
 
 from bundler._internal.jsonload import JsonLoadError, line_loader, loads
 from bundler.errors import Problem
-from bundler.importers.run import MAX_COUNT, ServingRun, SourceError, load_point_id, shown
+from bundler.format.serving_run import MAX_COUNT, ServingRun, SourceError, load_point_id, shown
 
 __all__ = ["AGGREGATE_NAME", "FORMAT", "RECORDS_NAME", "locate", "parse"]
 

@@ -38,7 +38,7 @@ import numpy.typing as npt
 
 from bundler._internal.jsonload import JsonLoadError, loads
 from bundler.errors import Problem
-from bundler.importers.run import MAX_COUNT, ServingRun, SourceError, load_point_id, shown
+from bundler.format.serving_run import MAX_COUNT, ServingRun, SourceError, load_point_id, shown
 
 __all__ = ["AGGREGATE_RE", "FORMAT", "looks_like", "parse"]
 

@@ -27,8 +27,8 @@ from typing import Any
 
 from bundler._internal.userfile import IMPORT_SOURCE_MAX_BYTES, read_user_file
 from bundler.errors import Problem, UsageError
+from bundler.format.serving_run import ServingRun, SourceError
 from bundler.importers import aiperf, vllm
-from bundler.importers.run import ServingRun, SourceError
 
 __all__ = ["FORMATS", "ImportResult", "import_campaign"]
 

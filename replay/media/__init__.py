@@ -7,7 +7,7 @@ LPIPS scorer is built (:mod:`replay.media.lpips_attested`).
 Entry point: :func:`rescore_bundle` (takes a :class:`bundler.verified.VerifiedBundle`);
 text rendering: :func:`format_report`. Modules: ``bundle_read`` (reading the
 bundle), ``scoring`` (one pair), ``judge`` (metrics and gates, by
-:mod:`replay.gates`), ``result`` (result types and verdict), ``format`` (text),
+:mod:`replay.sections.gates`), ``result`` (result types and verdict), ``format`` (text),
 ``rescore`` (orchestration).
 """
 

@@ -2,7 +2,7 @@
 
 The bundle is a :class:`bundler.verified.VerifiedBundle`: its tables are exactly
 what the signer sealed, so they are read as they are. Gates are parsed by
-:meth:`replay.gates.Gate.from_row`, the one gate type replay uses.
+:meth:`replay.sections.gates.Gate.from_row`, the one gate type replay uses.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from bundler.verified import VerifiedBundle
-from replay.gates import Gate
 from replay.media.identity import ArtifactRef
+from replay.sections.gates import Gate
 
 __all__ = ["BundleContent", "ComparisonRow", "read_bundle"]
 

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from bundler.hashing import FileDigest, hash_files
+from bundler.format.hashing import FileDigest, hash_files
 
 __all__ = [
     "ABSENT",

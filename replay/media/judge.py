@@ -1,10 +1,10 @@
 """Judge one re-scored comparison: recorded vs re-derived metrics, and every gate on both.
 
-Gates are evaluated by the one gate evaluator (:meth:`replay.gates.Gate.evaluate`):
+Gates are evaluated by the one gate evaluator (:meth:`replay.sections.gates.Gate.evaluate`):
 the recorded value with the bundle's scorer identity as attestation
 (``scorer.json`` present), the re-derived value with the identity actually
 verified here (weights matched by SHA-256). A re-derived value reproduces the
-recorded one within the definition's tolerance (:func:`replay.gates.reproduces`).
+recorded one within the definition's tolerance (:func:`replay.sections.gates.reproduces`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from replay.gates import FAIL, PASS, UNATTESTED, Gate, count_verdicts, reproduces, worst
 from replay.media.bundle_read import ComparisonRow
 from replay.media.coverage import FAIL as COVERAGE_FAIL
 from replay.media.definitions import DEFAULT_DEFINITION, DEFINITIONS, canonical
@@ -32,6 +31,7 @@ from replay.media.result import (
     fmt,
 )
 from replay.media.scoring import PSNR, SSIM_FFMPEG, Computed
+from replay.sections.gates import FAIL, PASS, UNATTESTED, Gate, count_verdicts, reproduces, worst
 
 __all__ = [
     "Attestation",

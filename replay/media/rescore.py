@@ -4,7 +4,7 @@ For each ``comparisons`` row: find both media files by SHA-256 (the bundle's
 ``artifacts`` table; names may differ), verify them, decode each once, check
 coverage on each arm against the frozen plan, re-derive every metric by its
 frozen definition, compare with the recorded values, and re-evaluate every
-gate on the re-derived values with the one gate evaluator (:mod:`replay.gates`).
+gate on the re-derived values with the one gate evaluator (:mod:`replay.sections.gates`).
 LPIPS runs only from attested weights; when they are missing or mismatch, the
 gates that need an attested model are ``unattested`` and the rest runs.
 
@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from bundler.verified import VerifiedBundle
-from replay.gates import Gate
 from replay.media.bundle_read import BundleContent, ComparisonRow, read_bundle
 from replay.media.coverage import (
     FAIL,
@@ -65,6 +64,7 @@ from replay.media.result import (
 )
 from replay.media.scoring import Computed, PairScores, score_pair
 from replay.media.threads import plan_threads
+from replay.sections.gates import Gate
 
 __all__ = ["needs_scorer", "rescore_bundle", "rescore_comparison", "unscored_comparison"]
 
@@ -251,7 +251,7 @@ def _rescore_all(cmps: Sequence[ComparisonRow], ctx: _Context, jobs: int) -> lis
 def needs_scorer(content: BundleContent, cmps: Sequence[ComparisonRow]) -> bool:
     """Some gate needs an attested model, or a record holds LPIPS.
 
-    The requirement comes from the metric table (:mod:`replay.gates`); no gate
+    The requirement comes from the metric table (:mod:`replay.sections.gates`); no gate
     needing one and no recorded LPIPS: no identity is looked at.
     """
     return any(g.needs_scorer for g in content.gates) or any("lpips" in c.metrics for c in cmps)

@@ -4,7 +4,7 @@ The overall verdict and exit code are computed here, from the whole result,
 and explained as plain lines: :meth:`MediaReplayResult.integrity_failures`
 (exit 1), :meth:`~MediaReplayResult.failures` (exit 4) and
 :meth:`~MediaReplayResult.gaps` (exit 5). Gate verdicts use the one
-vocabulary of :mod:`replay.gates` (``pass``, ``fail``, ``unattested``) plus
+vocabulary of :mod:`replay.sections.gates` (``pass``, ``fail``, ``unattested``) plus
 the reasons a re-derived value may be missing (``not-computed``,
 ``unsupported-definition``) or a recorded one (``not-recorded``).
 """
@@ -21,7 +21,6 @@ from bundler.errors import (
     EXIT_OK,
     EXIT_UNVERIFIABLE,
 )
-from replay.gates import FAIL, PASS
 from replay.media.coverage import FAIL as COVERAGE_FAIL
 from replay.media.coverage import CoverageCheck, CoverageParams
 from replay.media.definitions import DEFINITIONS, canonical
@@ -29,6 +28,7 @@ from replay.media.execution import Execution
 from replay.media.identity import ABSENT, MISMATCH, Location
 from replay.media.lpips_attested import ScorerIdentity
 from replay.media.probe import MediaProbe
+from replay.sections.gates import FAIL, PASS
 
 __all__ = [
     "NOT_COMPUTED",

@@ -1,6 +1,6 @@
 """``bundle init`` and ``bundle export`` (registered on ``bundle`` by ``reprobundle/cli/main.py``).
 
-Thin commands: :mod:`bundler.scaffold` writes the skeleton, :mod:`bundler.export`
+Thin commands: :mod:`bundler.campaign.scaffold` writes the skeleton, :mod:`bundler.export`
 verifies and writes the export; here only parsing and printing.
 """
 
@@ -59,7 +59,7 @@ def init_command(directory: Path, campaign_id: str | None, verbosity: int, as_js
     FILL-IN value still there (the runtime commits); receipts.jsonl and
     claims.json start empty. README.md in the skeleton explains every file.
     """
-    from bundler.scaffold import scaffold_campaign
+    from bundler.campaign.scaffold import scaffold_campaign
 
     with cli_errors(as_json):
         res = scaffold_campaign(directory, campaign_id)
@@ -124,7 +124,7 @@ def export_command(
     """
     from bundler.errors import UsageError
     from bundler.export import export_bundle
-    from bundler.keys import load_trusted_keys
+    from bundler.format.keys import load_trusted_keys
 
     with cli_errors(as_json):
         keys = load_trusted_keys(key_paths, trusted_keys)

@@ -144,7 +144,7 @@ class _Bar:
 
 
 def _load_keys(paths: tuple[Path, ...], trusted_file: Path | None) -> list[Any]:
-    from bundler.keys import load_trusted_keys
+    from bundler.format.keys import load_trusted_keys
 
     return load_trusted_keys(paths, trusted_file)
 
@@ -188,7 +188,7 @@ def keygen(
     output: Path, passphrase_file: Path | None, force: bool, verbosity: int, as_json: bool
 ) -> None:
     """Create an Ed25519 key pair and print its key ID."""
-    from bundler.keys import generate_keypair, read_passphrase_file
+    from bundler.format.keys import generate_keypair, read_passphrase_file
 
     with cli_errors(as_json):
         pw = read_passphrase_file(passphrase_file) if passphrase_file else None
@@ -273,7 +273,7 @@ def seal(
     as_json: bool,
 ) -> None:
     """Validate CAMPAIGN_DIR and seal it into one signed bundle."""
-    from bundler.keys import load_private_key, read_passphrase_file
+    from bundler.format.keys import load_private_key, read_passphrase_file
     from bundler.seal import seal_campaign
 
     with cli_errors(as_json):
@@ -577,7 +577,7 @@ def sign(
     --trusted-keys; otherwise signing would adopt a bundle nobody you trust
     signed, which takes --force-adopt (and is reported as an adoption).
     """
-    from bundler.keys import load_private_key, read_passphrase_file
+    from bundler.format.keys import load_private_key, read_passphrase_file
     from bundler.sign import countersign
 
     with cli_errors(as_json):

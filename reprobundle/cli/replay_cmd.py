@@ -40,17 +40,17 @@ def _run(args: ReplayArgs, *, as_json: bool, markdown: Path | None, verbose: boo
 
     verified, result = run_replay(args)
     if as_json:
-        from replay.report_json import result_to_dict
+        from replay.report.json_view import result_to_dict
 
         emit_json(result_to_dict(result))
     else:
-        from replay.report_text import render_lines
+        from replay.report.text import render_lines
 
         say_lines(render_lines(result, verbose=verbose))
     if markdown is not None:
         # The same pipeline as `bundle report --format md`: one report, author text
         # neutralised (closing syntax, @-mentions) before it reaches a PR body.
-        from replay.html.render import render_report
+        from replay.report.html.render import render_report
 
         atomic_write_bytes(markdown, render_report(verified, result, "md").encode("utf-8"))
     return int(result.exit_code)
@@ -106,7 +106,7 @@ def replay_command(
     """
     code = 0
     with cli_errors(as_json):
-        from bundler.keys import load_trusted_keys
+        from bundler.format.keys import load_trusted_keys
 
         keys: list[Any] = load_trusted_keys(key_paths, trusted_keys)
         args = ReplayArgs(

@@ -38,7 +38,7 @@ Exit codes (the report is written for 0, 1 with --media, 4 and 5):
 
 def _run(args: ReplayArgs, *, output: Path, fmt: str, as_json: bool) -> int:
     from bundler._internal.atomic import atomic_write_bytes
-    from replay.html.render import render_report
+    from replay.report.html.render import render_report
 
     if output.exists() and output.is_dir():
         raise UsageError(f"{output}: -o names a folder; give a file name")
@@ -135,7 +135,7 @@ def report_command(
     """
     code = 0
     with cli_errors(as_json):
-        from bundler.keys import load_trusted_keys
+        from bundler.format.keys import load_trusted_keys
 
         keys: list[Any] = load_trusted_keys(key_paths, trusted_keys)
         args = ReplayArgs(

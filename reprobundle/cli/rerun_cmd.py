@@ -1,7 +1,7 @@
 """``bundle plan check`` and ``bundle rerun`` (registered by ``reprobundle/cli/main.py``).
 
-Both parse, call one library function (:func:`bundler.plan_check.check_plan`,
-:func:`replay.rerun.runner.run_rerun`), and print text or ``--json``. A bundle is
+Both parse, call one library function (:func:`bundler.campaign.plan_check.check_plan`,
+:func:`rerun.runner.run_rerun`), and print text or ``--json``. A bundle is
 opened once, through :func:`bundler.verified.open_verified`.
 """
 
@@ -28,9 +28,9 @@ from reprobundle.cli.common import (
 
 if TYPE_CHECKING:
     from bundler.verified import VerifiedBundle
-    from replay.rerun.options import RerunEvent, RerunOptions
-    from replay.rerun.prepare import PreparedRerun
-    from replay.rerun.runner import RerunResult
+    from rerun.options import RerunEvent, RerunOptions
+    from rerun.prepare import PreparedRerun
+    from rerun.runner import RerunResult
 
 __all__ = ["PLAN_EXIT_HELP", "RERUN_EXIT_HELP", "plan_group", "rerun_command"]
 
@@ -156,7 +156,7 @@ def plan_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON result on stdout.")
 def plan_check_command(source: Path, reservation_used: float, strict: bool, as_json: bool) -> None:
     """Check SOURCE (a plan JSON file, or a bundle's plan in force): does every deadline fit?"""
-    from bundler.plan_check import check_plan
+    from bundler.campaign.plan_check import check_plan
 
     with cli_errors(as_json):
         label, plan = _load_plan(source)
@@ -397,9 +397,9 @@ def rerun_command(
     plan's own launch command, or an environment variable of the plan that would
     run code, runs only with --run-bundle-launch-command.
     """
-    from bundler.keys import load_trusted_keys
-    from replay.rerun.runner import RerunControl, RerunOptions, prepare_rerun, run_rerun
-    from replay.rerun.targets import check_launch_consent
+    from bundler.format.keys import load_trusted_keys
+    from rerun.runner import RerunControl, RerunOptions, prepare_rerun, run_rerun
+    from rerun.targets import check_launch_consent
 
     with cli_errors(as_json):
         out_dir = out_dir or old_out_dir

@@ -4,7 +4,7 @@ A signature says who sealed a bundle, not that its content is sane. Every case
 here is an honest campaign sealed with the fixed author key
 (``tests/fuzz/strategies.py`` ``AUTHOR_SEED``), then edited where no seal
 check runs: tables written directly with pyarrow under
-``bundler.tables.arrow_schema``, documents rewritten, the manifest and the
+``bundler.format.tables.arrow_schema``, documents rewritten, the manifest and the
 in-toto statement rebuilt and signed again with the SAME author key. So
 ``bundle verify --key author.pub`` accepts every case; what it holds is:
 
@@ -47,11 +47,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import strategies as st
 
 from bundler._internal import jcs
-from bundler.container import read_container, write_container
-from bundler.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
-from bundler.manifest import ENVELOPE_NAME, MANIFEST_NAME, build_statement
+from bundler.format.container import read_container, write_container
+from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
+from bundler.format.manifest import ENVELOPE_NAME, MANIFEST_NAME, build_statement
+from bundler.format.tables import arrow_schema
 from bundler.seal import parquet_bytes, seal_campaign
-from bundler.tables import arrow_schema
 from tests.fuzz.strategies import AUTHOR_SEED
 
 __all__ = [

@@ -47,12 +47,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from cryptography.hazmat.primitives import serialization
 
-from bundler.container import read_container
-from bundler.dsse import parse_envelope
 from bundler.errors import BundleError
-from bundler.manifest import ENVELOPE_NAME
+from bundler.format.container import read_container
+from bundler.format.dsse import parse_envelope
+from bundler.format.manifest import ENVELOPE_NAME
+from bundler.format.tables import TABLE_NAMES
 from bundler.seal import seal_campaign
-from bundler.tables import TABLE_NAMES
 from bundler.verified import open_verified
 from bundler.verify import check_bundle
 from tests.fuzz.hostile import HostileCase

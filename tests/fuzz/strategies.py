@@ -35,10 +35,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from hypothesis import strategies as st
 
 from bundler._internal import jcs
-from bundler.container import read_container, write_container
-from bundler.dsse import INTOTO_PAYLOAD_TYPE, Envelope, parse_envelope, sign_payload
-from bundler.keys import key_id
-from bundler.manifest import ENVELOPE_NAME, MANIFEST_NAME, build_statement
+from bundler.format.container import read_container, write_container
+from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, Envelope, parse_envelope, sign_payload
+from bundler.format.keys import key_id
+from bundler.format.manifest import ENVELOPE_NAME, MANIFEST_NAME, build_statement
 from bundler.seal import seal_campaign
 from tests.campaign_builder import write_campaign
 

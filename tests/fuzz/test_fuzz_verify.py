@@ -21,9 +21,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bundler._internal import jcs
-from bundler.container import write_container
-from bundler.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
-from bundler.manifest import ENVELOPE_NAME, MANIFEST_NAME, build_statement
+from bundler.format.container import write_container
+from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
+from bundler.format.manifest import ENVELOPE_NAME, MANIFEST_NAME, build_statement
 from bundler.verify import check_bundle
 from tests.fuzz.profiles import FUZZ_CI
 from tests.fuzz.properties import check_cli_verify, check_verify
@@ -130,7 +130,7 @@ def test_a_statement_with_malformed_subjects_is_a_problem_not_a_traceback(
     """Found by this harness: a signed statement whose subject holds a list, a number or a
     duplicate name raised TypeError in verify (``unhashable type``); now it is a located
     problem on the envelope's payload."""
-    from bundler.dsse import parse_envelope
+    from bundler.format.dsse import parse_envelope
 
     stmt = json.loads(parse_envelope(base.content[ENVELOPE_NAME]).payload)
     for bad in (
@@ -206,7 +206,7 @@ def test_a_table_with_a_non_utf8_column_name_is_a_problem_not_a_traceback(
 def test_an_unhashable_format_version_is_refused_not_a_traceback(version: object) -> None:
     """Found by bench/fuzz_long.py on the fixed tree (seed 20261213, json-manifest-deep):
     ``format_version`` holding a list raised ``TypeError: unhashable type`` in verify."""
-    from bundler.manifest import ManifestError, parse_manifest
+    from bundler.format.manifest import ManifestError, parse_manifest
 
     doc = {"format": "reprobundle", "format_version": version}
     with pytest.raises(ManifestError, match="unknown format_version"):

@@ -1,0 +1,309 @@
+"""Columnar reading and checking of large tables (receipts) with Arrow's readers.
+
+The per-row path (``bundler/campaign/load.py``: Python ``json``/``csv`` into row dicts,
+then ``check_rows``) costs ~35 s for a million receipts, nearly all of it
+per-value Python. Here the file is read by Arrow's JSON Lines or CSV reader with
+an explicit schema, and every constraint of the table schema is checked over
+whole columns with ``pyarrow.compute``.
+
+Contract (``docs/adr/0005-columnar-seal.md``): :func:`read_columnar` may only
+accept a file the per-row path accepts, and then yields exactly the values the
+per-row path would store (same int64s, same IEEE doubles, same timestamps, same
+strings). Whenever it is not sure -- any reader error, any value that fails a
+check, any input the two readers might see differently (a byte-order mark, a
+carriage return, a Unicode line separator, a surrogate escape, a blank line,
+unknown fields) -- it returns ``None`` and the caller runs the per-row path,
+which names the file, line and field of every problem.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+import pyarrow.json as pjson
+
+from bundler.format.columns import all_true, column_kinds, numbers_ok, strings_ok
+from bundler.format.tables import (
+    EXTRA_COLUMN,
+    arrow_schema,
+    scrubbable,
+    table_schema,
+    timestamps_ns,
+)
+
+__all__ = [
+    "COLUMNAR_TABLES",
+    "PER_ROW_ENV",
+    "ColumnTable",
+    "per_row_forced",
+    "read_columnar",
+    "to_bundle_table",
+]
+
+COLUMNAR_TABLES = frozenset({"receipts"})
+"""Tables read column-wise when possible; the others are small and stay per-row."""
+
+PER_ROW_ENV = "REPROBUNDLE_SEAL_PER_ROW"
+"""Set to ``1`` to force the per-row path (benchmarks time both in one run)."""
+
+# Python's str.splitlines (the per-row JSONL path) and universal newlines (read_text)
+# break lines at these too; Arrow breaks only at "\n". A BOM is kept by Python's
+# "utf-8" codec (so the per-row path refuses the first line) but skipped by Arrow.
+_OTHER_BREAKS = (
+    b"\r",
+    b"\x0b",
+    b"\x0c",
+    b"\x1c",
+    b"\x1d",
+    b"\x1e",
+    b"\xc2\x85",
+    b"\xe2\x80\xa8",
+    b"\xe2\x80\xa9",
+)
+_BOM = b"\xef\xbb\xbf"
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_BLANK_LINE = re.compile(rb"(?:^|\n)[ \t]*\n")
+_TWO_OBJECTS = re.compile(rb"\}[ \t]*\{")
+_INTEGER = "^-?[0-9]+$"
+_NUMBER = r"^-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
+
+
+# RE2 reads \d as ASCII digits and $ as the end of the text only: stricter than Python.
+def per_row_forced() -> bool:
+    """Whether :data:`PER_ROW_ENV` asks for the per-row path."""
+    return os.environ.get(PER_ROW_ENV, "") not in ("", "0")
+
+
+@dataclass(frozen=True)
+class ColumnTable:
+    """A table read and checked column-wise: typed columns, unscrubbed, in file order.
+
+    Columns follow the table's Arrow schema (without ``extra``: a file with
+    unknown fields goes the per-row way); each is one contiguous array.
+    Row ``i`` came from line ``i + first_line`` of its file.
+    """
+
+    table: pa.Table
+    first_line: int
+
+    @property
+    def num_rows(self) -> int:
+        """How many rows."""
+        return int(self.table.num_rows)
+
+    def label(self, index: int) -> str:
+        """Where row ``index`` came from, as the per-row path says it (``line N``)."""
+        return f"line {index + self.first_line}"
+
+    def column(self, field: str) -> pa.Array[Any]:
+        """The column ``field`` as one array."""
+        return self.table.column(field).combine_chunks()
+
+
+def _plan(name: str) -> dict[str, tuple[dict[str, Any], list[str], bool]] | None:
+    """field -> (property, kinds, required), or None if some field is not covered."""
+    schema = table_schema(name)
+    required = set(schema.get("required", []))
+    out = {}
+    for field, prop in schema["properties"].items():
+        kinds = column_kinds(prop)
+        if kinds is None:
+            return None
+        out[field] = (prop, kinds, field in required)
+    return out
+
+
+def _read_type(kinds: list[str]) -> Any:
+    kind = next(k for k in kinds if k != "null")
+    if kind == "integer":
+        return pa.int64()
+    return pa.float64() if kind == "number" else pa.string()
+
+
+def _checked(
+    columns: dict[str, pa.Array[Any]],
+    plan: dict[str, tuple[dict[str, Any], list[str], bool]],
+    n: int,
+) -> pa.Table | None:
+    """The typed table when every column satisfies the schema, else None."""
+    out: dict[str, pa.Array[Any]] = {}
+    for field, (prop, kinds, required) in plan.items():
+        arr = columns.get(field)
+        if arr is None:
+            arr = pa.nulls(n, type=_read_type(kinds))
+        if arr.null_count and (required or "null" not in kinds):
+            # Missing and null look alike once read; the per-row path tells them apart.
+            return None
+        if pa.types.is_string(arr.type):
+            if not strings_ok(arr, prop):
+                return None
+            if prop.get("format") == "date-time":
+                try:
+                    arr = timestamps_ns(arr)
+                except (pa.ArrowInvalid, OverflowError):
+                    return None
+        elif not numbers_ok(arr, prop, kinds):
+            return None
+        out[field] = arr
+    return pa.table(out)
+
+
+def _text_ok(data: bytes) -> bool:
+    """Whether Python's and Arrow's readers surely see the same lines and text."""
+    if not data or data.startswith(_BOM):
+        return False
+    # Single bytes are memchr scans; the multi-byte breaks cannot occur in ASCII text.
+    ascii_only = data.isascii()
+    if any(b in data for b in _OTHER_BREAKS if len(b) == 1 or not ascii_only):
+        return False
+    if not ascii_only:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+    return not (b"\\u" in data and _SURROGATE_ESCAPE.search(data))
+
+
+def _has_blank_line(data: bytes) -> bool:
+    """Whether some line is empty or only blanks (cheap byte scans first; regex if needed)."""
+    if data.startswith(b"\n") or b"\n\n" in data:
+        return True
+    if b"\n " in data or b"\n\t" in data or data.startswith((b" ", b"\t")):
+        return _BLANK_LINE.search(data) is not None
+    return False
+
+
+def _read_jsonl(
+    data: bytes, plan: dict[str, tuple[dict[str, Any], list[str], bool]]
+) -> ColumnTable | None:
+    # One object per line, no blank lines: then row i is line i + 1, as the per-row path counts.
+    if _has_blank_line(data) or (b"}" in data and _TWO_OBJECTS.search(data)):
+        return None
+    if not data.rstrip(b" \t\n").endswith(b"}"):
+        return None
+    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    # Every line must open an object: pyarrow 26's JSON reader crashes the process (SIGSEGV)
+    # on a bare `null` line, and other non-object lines are the per-row path's to locate.
+    if not data.startswith(b"{") or data.count(b"\n{") != lines - 1:
+        return None
+    schema = pa.schema([(f, _read_type(k)) for f, (_, k, _) in plan.items()])
+    table = pjson.read_json(
+        cast(Any, pa.BufferReader(data)),
+        read_options=pjson.ReadOptions(use_threads=True, block_size=16 << 20),
+        parse_options=pjson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error"),
+    )
+    if table.num_rows != lines:
+        return None
+    columns = {f: table.column(f).combine_chunks() for f in table.column_names}
+    checked = _checked(columns, plan, lines)
+    return None if checked is None else ColumnTable(checked, 1)
+
+
+def _from_csv_text(arr: pa.Array[Any], kinds: list[str]) -> pa.Array[Any] | None:
+    """A CSV column (text) as the per-row path coerces it: '' is absent, numbers parsed."""
+    text: Any = arr
+    arr = pc.if_else(pc.equal(text, pa.scalar("")), pa.scalar(None, pa.string()), text)
+    kind = next(k for k in kinds if k != "null")
+    if kind == "string":
+        return arr
+    pattern = _INTEGER if kind == "integer" else _NUMBER
+    if not all_true(pc.match_substring_regex(arr, pattern)):
+        return None  # '+5', ' 5', '1_0', '٣', 'nan': the per-row path decides
+    try:
+        return arr.cast(_read_type(kinds))
+    except (pa.ArrowInvalid, OverflowError):
+        return None
+
+
+def _read_csv(
+    data: bytes, plan: dict[str, tuple[dict[str, Any], list[str], bool]]
+) -> ColumnTable | None:
+    header = data.split(b"\n", 1)[0].decode("utf-8")
+    if '"' in header:
+        return None
+    names = header.split(",")
+    if len(set(names)) != len(names) or not set(names) <= set(plan):
+        return None  # duplicate or unknown columns: the per-row path keeps them in `extra`
+    table = pcsv.read_csv(
+        cast(Any, pa.BufferReader(data)),
+        read_options=pcsv.ReadOptions(use_threads=True, block_size=16 << 20),
+        parse_options=pcsv.ParseOptions(newlines_in_values=True),
+        convert_options=pcsv.ConvertOptions(
+            column_types={n: pa.string() for n in names},
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+        ),
+    )
+    if table.column_names != names:
+        return None
+    columns: dict[str, pa.Array[Any]] = {}
+    for f in names:
+        arr = _from_csv_text(table.column(f).combine_chunks(), plan[f][1])
+        if arr is None:
+            return None
+        columns[f] = arr
+    # DictReader numbers records from 2 (the header is line 1) whatever spans lines.
+    checked = _checked(columns, plan, table.num_rows)
+    return None if checked is None or checked.num_rows == 0 else ColumnTable(checked, 2)
+
+
+def read_columnar(  # noqa: PLR0911
+    path: Path, name: str, *, data: bytes | None = None
+) -> ColumnTable | None:
+    """Read and check table ``name`` from ``path`` column-wise, or None to go per-row.
+
+    ``data``, when given, is the file's content, already read (``load_campaign``
+    reads each campaign file once, through checks a path cannot make); ``path``
+    then only gives the format by its suffix. ``None`` says nothing about
+    validity: the per-row path then reports each problem by file, line and field.
+    """
+    if name not in COLUMNAR_TABLES or path.suffix not in (".jsonl", ".csv"):
+        return None
+    plan = _plan(name)
+    if plan is None:
+        return None
+    if data is None:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+    if not _text_ok(data):
+        return None
+    try:
+        if path.suffix == ".jsonl":
+            return _read_jsonl(data, plan)
+        return _read_csv(data, plan)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeError):
+        return None
+
+
+ArrowScrub = Callable[[str, "pa.Array[Any]"], "pa.Array[Any]"]
+"""``scrub(field, column) -> column``: the sanitizer, applied to one string column."""
+
+
+def to_bundle_table(name: str, ct: ColumnTable, scrub: ArrowScrub | None = None) -> pa.Table:
+    """The Parquet member's table for ``ct``: what ``rows_to_table`` builds from the same rows.
+
+    ``scrub`` sees the columns ``rows_to_table`` scrubs, in the same order. Every
+    column is one contiguous array (the Parquet writer's pages follow chunking).
+    """
+    schema = table_schema(name)
+    asch = arrow_schema(name)
+    arrays: list[pa.Array[Any]] = []
+    for f in asch:
+        if f.name == EXTRA_COLUMN:
+            arrays.append(pa.nulls(ct.num_rows, pa.string()))
+            continue
+        arr = ct.column(f.name)
+        if scrub is not None and scrubbable(schema["properties"][f.name]):
+            arr = scrub(f.name, arr)
+        arrays.append(arr.cast(f.type))
+    return pa.Table.from_arrays(arrays, schema=asch)

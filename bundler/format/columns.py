@@ -1,0 +1,99 @@
+"""Whole-column checks of Arrow arrays against a table field's JSON-Schema property.
+
+Used by the columnar seal (``bundler/campaign/columnar.py``) and by the table contract
+(``bundler/format/contract.py``) that every bundle reader runs: one implementation, so
+the two cannot drift. Each returns False when it is not sure; callers then check value
+by value for exact messages.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from bundler._internal.timefmt import RFC3339
+from bundler.format.tables import INT64_MAX, INT64_MIN
+
+__all__ = ["all_true", "column_kinds", "numbers_ok", "strings_ok"]
+
+_DATETIME = RFC3339.pattern
+_SIMPLE = {"string", "integer", "number", "null"}
+_KEYWORDS = {
+    "type",
+    "enum",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "format",
+    "description",
+}
+
+
+def column_kinds(prop: dict[str, Any]) -> list[str] | None:
+    """The JSON types of a field, or None when the column checks do not cover it."""
+    if set(prop) - _KEYWORDS:
+        return None
+    if "enum" in prop:
+        if any(v is not None and not isinstance(v, str) for v in prop["enum"]):
+            return None
+        return ["string", "null"] if None in prop["enum"] else ["string"]
+    t = prop.get("type", "string")
+    kinds = [t] if isinstance(t, str) else list(t)
+    if not set(kinds) <= _SIMPLE or len([k for k in kinds if k != "null"]) != 1:
+        return None
+    if prop.get("format", "date-time") != "date-time":
+        return None
+    return kinds
+
+
+def all_true(mask: pa.Array[Any]) -> bool:
+    """True when every non-null entry of a boolean array is true."""
+    return bool(pc.all(mask).as_py() is not False)
+
+
+def strings_ok(arr: pa.Array[Any], prop: dict[str, Any]) -> bool:  # noqa: PLR0911
+    """Whether every non-null string of ``arr`` surely satisfies ``prop`` (False: not sure)."""
+    valid: Any = arr.drop_null()
+    if len(valid) == 0:
+        return True
+    if "enum" in prop:
+        choices = pa.array([v for v in prop["enum"] if v is not None], pa.string())
+        return all_true(pc.is_in(valid, value_set=choices))
+    lengths: Any = pc.min_max(pc.utf8_length(valid)).as_py()
+    if lengths["min"] < prop.get("minLength", 0):
+        return False
+    if "maxLength" in prop and lengths["max"] > prop["maxLength"]:
+        return False
+    try:
+        if "pattern" in prop and not all_true(pc.match_substring_regex(valid, prop["pattern"])):
+            return False
+        if prop.get("format") == "date-time":
+            return all_true(pc.match_substring_regex(valid, _DATETIME))
+    except pa.ArrowInvalid:  # a pattern RE2 cannot compile: let the per-row path decide
+        return False
+    return True
+
+
+def numbers_ok(arr: pa.Array[Any], prop: dict[str, Any], kinds: list[str]) -> bool:
+    """Whether every non-null number of ``arr`` is finite and within ``prop``'s bounds."""
+    valid: Any = arr.drop_null()
+    if len(valid) == 0:
+        return True
+    if "number" in kinds and not all_true(pc.is_finite(valid)):
+        return False
+    mm: Any = pc.min_max(valid).as_py()
+    lo, hi = mm["min"], mm["max"]
+    if "integer" in kinds and not (lo >= INT64_MIN and hi <= INT64_MAX):
+        return False
+    return not (
+        ("minimum" in prop and lo < prop["minimum"])
+        or ("maximum" in prop and hi > prop["maximum"])
+        or ("exclusiveMinimum" in prop and lo <= prop["exclusiveMinimum"])
+        or ("exclusiveMaximum" in prop and hi >= prop["exclusiveMaximum"])
+    )

@@ -1,0 +1,174 @@
+"""Replay's bounds on a verified bundle's content, checked before anything is derived.
+
+A verified bundle is hostile input: a signature says who sealed it, not that its
+content is sane. A few hundred KiB of Parquet can hold 50,000 arms (625 million
+baseline x candidate pairs), a million claims or a million gates, and replay's
+cost grows with each. :func:`check_content_limits` refuses such a bundle up front,
+against :class:`bundler.format.container.ContentLimits`, with every limit exceeded
+named by member and field (``BundleFormatError``: malformed, exit 1). It reads
+row counts from the Parquet footers and, only once those are within bounds, the
+few columns that the other counts need; never a whole table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from bundler.errors import BundleFormatError, Problem
+from bundler.format.container import ContentLimits, Member
+from bundler.format.tables import TABLE_NAMES
+from replay.engine.arrow import flatten_map, pc
+
+__all__ = ["check_content_limits"]
+
+_CAMPAIGN = "campaign.json"
+
+
+def _over(count: int, limit: int, what: str, attr: str) -> str:
+    return (
+        f"{count:,} {what}, over replay's limit of {limit:,} "
+        f"(ContentLimits.{attr}; specs/bundle-format.md)"
+    )
+
+
+def _member(members: Mapping[str, Member], table: str) -> Member | None:
+    return members.get(f"tables/{table}.parquet")
+
+
+def _footer(member: Member) -> pq.FileMetaData:
+    with member.open() as fh:
+        return pq.read_metadata(fh)
+
+
+def _column(member: Member, column: str, dictionary: bool = False) -> Any:
+    with member.open() as fh:
+        table = pq.read_table(
+            fh,
+            columns=[column],
+            read_dictionary=[column] if dictionary else None,
+            use_threads=False,
+        )
+    return table.column(column)
+
+
+def _distinct(member: Member, column: str) -> int:
+    """Distinct values of a string column, counted on its dictionary codes."""
+    col = _column(member, column, dictionary=True).unify_dictionaries()
+    codes = [np.asarray(c.indices.to_numpy(zero_copy_only=False)) for c in col.chunks]
+    if not codes:
+        return 0
+    return int(np.unique(np.concatenate(codes)).size)
+
+
+def _metric_entries(meta: pq.FileMetaData) -> int:
+    """Entries of every ``metrics`` map together, from the footer (the key leaf's values)."""
+    total = 0
+    for rg in range(meta.num_row_groups):
+        group = meta.row_group(rg)
+        for i in range(group.num_columns):
+            col = group.column(i)
+            if col.path_in_schema.startswith("metrics.") and col.path_in_schema.endswith(".key"):
+                total += int(col.num_values)
+    return total
+
+
+def _value_counts(values: Any) -> dict[str, int]:
+    if len(values) == 0:
+        return {}
+    counts = pc.value_counts(values)
+    return {
+        str(k): int(n)
+        for k, n in zip(
+            counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True
+        )
+        if k is not None
+    }
+
+
+def _gate_checks(gates: Member, comparisons: Member) -> int:
+    """Gate evaluations replay would make: per gate, the recorded values of its metric."""
+    _, key_codes, keys, _ = flatten_map(_column(comparisons, "metrics"))
+    per_key = np.bincount(key_codes[key_codes >= 0], minlength=len(keys)).tolist()
+    recorded = dict(zip(keys, per_key, strict=True))
+    gated = _value_counts(_column(gates, "metric").combine_chunks())
+    return sum(n * recorded.get(metric, 0) for metric, n in gated.items())
+
+
+def _campaign_problems(campaign: Mapping[str, Any], lim: ContentLimits) -> list[Problem]:
+    arms = campaign.get("arms")
+    arms = arms if isinstance(arms, list) else []
+    out = []
+    if len(arms) > lim.max_arms:
+        out.append(
+            Problem(_CAMPAIGN, None, "arms", _over(len(arms), lim.max_arms, "arms", "max_arms"))
+        )
+    roles = [a.get("role") for a in arms if isinstance(a, Mapping)]
+    pairs = roles.count("baseline") * roles.count("candidate")
+    if pairs > lim.max_arm_pairs:
+        msg = _over(pairs, lim.max_arm_pairs, "baseline x candidate pairs", "max_arm_pairs")
+        out.append(Problem(_CAMPAIGN, None, "arms", msg))
+    return out
+
+
+def check_content_limits(
+    members: Mapping[str, Member],
+    campaign: Mapping[str, Any],
+    limits: ContentLimits | None = None,
+    bundle: str = "bundle",
+) -> None:
+    """Refuse content whose replay would cost more than ``limits`` allow.
+
+    Args:
+        members: the verified bundle's members by name.
+        campaign: its ``campaign.json``.
+        limits: the bounds (defaults: ``ContentLimits()``).
+        bundle: the bundle's name for the error message.
+
+    Raises:
+        BundleFormatError: one Problem per limit exceeded, naming the member and field.
+    """
+    lim = limits or ContentLimits()
+    problems = _campaign_problems(campaign, lim)
+    footers = {t: _footer(m) for t in TABLE_NAMES if (m := _member(members, t)) is not None}
+    per_table = {"claims": ("max_claims", "claims"), "gates": ("max_gates", "gates")}
+    for table, meta in footers.items():
+        attr, what = per_table.get(table, ("max_table_rows", "rows"))
+        limit = getattr(lim, attr)
+        if meta.num_rows > limit:
+            where = f"tables/{table}.parquet"
+            problems.append(Problem(where, None, None, _over(meta.num_rows, limit, what, attr)))
+    comparisons = footers.get("comparisons")
+    entries = 0 if comparisons is None else _metric_entries(comparisons)
+    if entries > lim.max_metric_entries:
+        msg = _over(entries, lim.max_metric_entries, "metric entries", "max_metric_entries")
+        problems.append(Problem("tables/comparisons.parquet", None, "metrics", msg))
+    if not problems:  # the columns read below are now bounded
+        problems += _column_problems(members, lim)
+    if problems:
+        raise BundleFormatError(f"{bundle}: content over replay's limits", problems)
+
+
+def _column_problems(members: Mapping[str, Member], lim: ContentLimits) -> list[Problem]:
+    out = []
+    receipts = _member(members, "receipts")
+    if receipts is not None:
+        for column, attr, what in (
+            ("arm", "max_arms", "arms"),
+            ("server", "max_servers", "servers"),
+        ):
+            n = _distinct(receipts, column)
+            limit = getattr(lim, attr)
+            if n > limit:
+                msg = _over(n, limit, f"distinct {what}", attr)
+                out.append(Problem("tables/receipts.parquet", None, column, msg))
+    gates, comparisons = _member(members, "gates"), _member(members, "comparisons")
+    if gates is not None and comparisons is not None:
+        checks = _gate_checks(gates, comparisons)
+        if checks > lim.max_gate_checks:
+            msg = _over(checks, lim.max_gate_checks, "gate evaluations", "max_gate_checks")
+            out.append(Problem("tables/gates.parquet", None, "metric", msg))
+    return out

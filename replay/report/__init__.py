@@ -1,0 +1,1 @@
+"""Views of one ReplayResult: terminal text, JSON, Markdown and HTML."""

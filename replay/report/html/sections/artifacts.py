@@ -1,0 +1,101 @@
+"""The external-artifacts section: what the bundle binds by hash but does not carry.
+
+Raw media, weights and host logs are known by SHA-256 and size, bound by the
+signature, never inside the bundle; an absent one is its normal state. When a
+media replay was done, each row says what it found for that file.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from replay.report.html.facts import BundleFacts
+from replay.report.html.sections.common import MAX_ROWS, _bytes
+from replay.report.html.view import Block, Para, Section, Span, Table, cell, rich
+
+__all__ = ["artifacts_section"]
+
+
+def _media_locations(media: Mapping[str, Any] | None) -> dict[str, str]:
+    """sha256 -> what the media replay found for that file."""
+    out: dict[str, str] = {}
+    if media is None:
+        return out
+    for c in media.get("comparisons") or []:
+        if not isinstance(c, Mapping):
+            continue
+        for role in ("baseline", "candidate"):
+            arm = c.get(role)
+            if not isinstance(arm, Mapping):
+                continue
+            loc = arm.get("location")
+            sha = arm.get("sha256")
+            if isinstance(loc, Mapping) and sha:
+                out[str(sha)] = str(loc.get("status", "?"))
+    return out
+
+
+def artifacts_section(facts: BundleFacts, media: Mapping[str, Any] | None) -> Section:
+    """The external-artifacts section; ``media`` is the media replay's JSON form, if done."""
+    found = _media_locations(media)
+    ext = list(facts.external)
+    rows = []
+    for e in ext[:MAX_ROWS]:
+        seen = found.get(str(e.get("sha256")))
+        rows.append(
+            (
+                cell(Span(str(e.get("path", "")), "code")),
+                cell(str(e.get("kind", ""))),
+                cell(_bytes(e.get("bytes")), num=True),
+                cell(Span(str(e.get("sha256", "")), "code")),
+                cell(str(e.get("availability", ""))),
+                cell(
+                    f"media replay: {seen}" if seen else "external: not looked for",
+                    "good"
+                    if seen in ("ok", "verified")
+                    else "bad"
+                    if seen == "mismatch"
+                    else "muted",
+                ),
+            )
+        )
+    kinds = Counter(str(e.get("kind")) for e in ext)
+    avail = Counter(str(e.get("availability")) for e in ext)
+    blocks: list[Block] = [
+        Para(
+            rich(
+                f"{len(ext)} external artifact(s) ("
+                + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
+                + "): known by SHA-256 and size, bound by the signature, never inside the "
+                "bundle. An absent external artifact is its normal state, not a missing file."
+            )
+        )
+    ]
+    if avail:
+        blocks.append(
+            Table(
+                ("availability", "artifacts"),
+                tuple((cell(k), cell(str(v), num=True)) for k, v in sorted(avail.items())),
+                caption="Availability, as the author states it",
+                table_id="availability-table",
+            )
+        )
+    if ext:
+        blocks.append(
+            Table(
+                ("path", "kind", "bytes", "SHA-256", "availability", "checked by this report"),
+                tuple(rows),
+                caption="Every external artifact",
+                omitted=f"{len(ext) - len(rows)} more not listed." if len(ext) > len(rows) else "",
+                detail=True,
+                table_id="artifacts-table",
+            )
+        )
+    limits = (
+        "External artifacts are bound by hash only; this report does not read them. "
+        "bundle verify --media DIR hashes the ones at hand; a media replay decodes and "
+        "re-scores them.",
+    )
+    return Section("artifacts", "External artifacts", tuple(blocks), limits)

@@ -1,0 +1,104 @@
+"""The scorer section: which learned scorer the quality verdicts rest on, by weight hash.
+
+The identity is what the author recorded (scorer.json); statistical replay
+never loads the weights. A media replay, when done, says whether the weights
+at hand matched (attested) or not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from replay.report.html.facts import BundleFacts
+from replay.report.html.sections.common import _bytes
+from replay.report.html.view import Block, Para, Section, Span, Table, cell, rich
+from replay.result import ReplayResult
+
+__all__ = ["scorer_section"]
+
+_LIMITS = (
+    "The scorer identity is what the author recorded (scorer.json): the weights' SHA-256 "
+    "and sizes. Statistical replay does not load or hash the weights; a media replay with "
+    "--scorer-weights does.",
+)
+
+
+def _absent() -> Section:
+    return Section(
+        "scorer",
+        "Scorer identity",
+        (
+            Para(
+                rich(
+                    "ABSENT: the bundle records no scorer identity (scorer.json). Every "
+                    "verdict that depends on a learned scorer (LPIPS) is unattested, never "
+                    "PASS."
+                ),
+                "bad",
+            ),
+        ),
+        _LIMITS,
+        "absent",
+        "bad",
+    )
+
+
+def _weights_table(weights: list[Mapping[str, Any]], facts: BundleFacts) -> Table:
+    """One row per weight file, with its availability as an external artifact."""
+    external = {str(e.get("sha256")): e for e in facts.external}
+    rows = []
+    for w in weights:
+        ext = external.get(str(w.get("sha256")))
+        rows.append(
+            (
+                cell(str(w.get("role", ""))),
+                cell(Span(str(w.get("file", "")), "code")),
+                cell(Span(str(w.get("sha256", "")), "code")),
+                cell(_bytes(w.get("bytes")), num=True),
+                cell(
+                    str(ext.get("availability")) if ext else "not listed among external artifacts",
+                    "" if ext else "warn",
+                ),
+            )
+        )
+    return Table(
+        ("role", "file", "SHA-256", "bytes", "availability"),
+        tuple(rows),
+        caption="Weights of the scorer",
+        table_id="scorer-table",
+    )
+
+
+def scorer_section(r: ReplayResult, facts: BundleFacts, media: Mapping[str, Any] | None) -> Section:
+    """The scorer section; ``media`` is the media replay's JSON form, if one was done."""
+    s = r.quality.scorer
+    if s is None:
+        return _absent()
+    raw = s.get("weights")
+    weights: list[Mapping[str, Any]] = (
+        [w for w in raw if isinstance(w, Mapping)] if isinstance(raw, list) else []
+    )
+    blocks: list[Block] = [
+        Para(
+            rich(
+                "Scorer ",
+                Span(f"{s.get('name')} {s.get('version')}", "strong"),
+                f", network {s.get('net', '-')}, identified by the SHA-256 of "
+                f"{len(weights)} weight file(s).",
+            )
+        ),
+        _weights_table(weights, facts),
+    ]
+    status, style = "recorded", "good"
+    if media is not None and isinstance(media.get("scorer"), Mapping):
+        ms = media["scorer"]
+        status = str(ms.get("status", "?"))
+        style = "good" if status == "attested" else "warn"
+        blocks.append(
+            Para(
+                rich(f"Media replay: scorer {status}. ", str(ms.get("reason", ""))),
+                style,
+            )
+        )
+    return Section("scorer", "Scorer identity", tuple(blocks), _LIMITS, status, style)

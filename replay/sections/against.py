@@ -1,0 +1,605 @@
+"""A rerun bundle side by side with the sealed bundle it reran, on the replay engine.
+
+Both bundles arrive verified (:class:`bundler.verified.VerifiedBundle`). Every
+statistic on either side comes from the replay engine itself, exactly as
+``bundle replay`` derives it for that bundle: the accepted attempt
+(:func:`replay.sections.attempts.accepted_attempt`), then
+:class:`replay.sections.stats.StatsCache` for its latency (server and arm means, the
+speedup and percent lower of each baseline/candidate pair, exact), lifecycle
+(clean exits by the claims-vocabulary rule, budgets from each bundle's frozen
+plan) and telemetry (mean sampled peak HBM per arm). Nothing here computes a
+mean, a clean exit or a peak of its own; what this module adds is the
+comparison: ratios rerun / sealed, the reproduction rule, and the side-by-side
+counts of request outcomes and output hashes that replay does not read.
+
+**Reproduced** (default tolerance 10 %): the rerun's speedup is on the same
+side of 1 as the sealed one and within ``tolerance`` of it, relatively:
+``|speedup_rerun / speedup_sealed - 1| <= tolerance``, decided exactly on the
+engine's fractions with the tolerance taken as the decimal written (0.10 is
+1/10). Arm means themselves are not required to match (another machine,
+another day); the effect is.
+
+The verdict's reasons are :meth:`RerunComparison.failures` (an effect that did
+not reproduce: exit 4) and :meth:`RerunComparison.gaps` (what could not be
+judged: exit 5); :attr:`RerunComparison.limits` says what the comparison
+proves and cannot. ``bundle replay RERUN.bundle --against X.bundle`` folds
+them into the one replay verdict (:func:`replay.api.replay`);
+:func:`format_comparison` gives the section's text lines.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from bundler.errors import CouldNotRunError, Problem, UsageError
+from bundler.verified import VerifiedBundle
+from replay.api import inputs_from_bundle
+from replay.engine.arrow import equals, filter_table, rows
+from replay.engine.exact import to_double
+from replay.inputs import ReplayInputs
+from replay.sections.attempts import accepted_attempt
+from replay.sections.latency import ArmLatency, PairLatency
+from replay.sections.lifecycle import LifecycleResult
+from replay.sections.stats import AttemptStats, StatsCache
+
+__all__ = [
+    "DEFAULT_TOLERANCE",
+    "Effect",
+    "RerunComparison",
+    "Side",
+    "check_rerun_pair",
+    "compare_bundles",
+    "format_comparison",
+]
+
+DEFAULT_TOLERANCE = 0.10
+_OUTCOME_COLUMNS = ("attempt_id", "server", "seq", "status", "timeout_level", "output_sha256")
+_MAX_UNCLEAN_LISTED = 10
+
+
+@dataclass(frozen=True)
+class Side:
+    """One bundle of the pair, read through the replay engine.
+
+    ``stats`` is the engine's :class:`~replay.sections.stats.AttemptStats` of the accepted
+    attempt, or None (with ``problem`` saying why) when the bundle has no single
+    accepted attempt.
+    """
+
+    label: str  # "sealed" | "rerun"
+    campaign_id: str
+    trusted: bool
+    attempt: str | None
+    stats: AttemptStats | None
+    problem: str | None
+    plan_name: str | None
+    plan_bytes: bytes | None
+    rerun_of: Mapping[str, Any] | None
+    statuses: Mapping[str, int] = field(default_factory=dict)
+    timeout_levels: Mapping[str, int] = field(default_factory=dict)
+    other_attempts: Mapping[str, str] = field(default_factory=dict)
+    outputs: Mapping[tuple[str, int], str] = field(default_factory=dict)
+    """(server, seq) -> output SHA-256 of the accepted attempt's requests that have one."""
+
+    def arm(self, arm_id: str) -> ArmLatency | None:
+        """The engine's latency of arm ``arm_id`` (None: no stats, or not an arm here)."""
+        return None if self.stats is None else self.stats.latency.arm(arm_id)
+
+    def pair(self, baseline: str, candidate: str) -> PairLatency | None:
+        """The engine's comparison of ``baseline`` with ``candidate`` (None: not computable)."""
+        return None if self.stats is None else self.stats.latency.pair(baseline, candidate)
+
+    @property
+    def lifecycle(self) -> LifecycleResult | None:
+        """The engine's worker exits of the accepted attempt."""
+        return None if self.stats is None else self.stats.lifecycle
+
+    @property
+    def killed(self) -> int:
+        """Worker exits that had to be killed, over every arm."""
+        lc = self.lifecycle
+        return 0 if lc is None else sum(a.killed for a in lc.arms)
+
+    @property
+    def hbm_peak_mean_mb(self) -> dict[str, float | None]:
+        """The engine's mean sampled peak HBM per arm (None: no sample for that arm)."""
+        if self.stats is None:
+            return {}
+        return {
+            a.arm: None if a.mean_peak_mb is None else to_double(a.mean_peak_mb)
+            for a in self.stats.telemetry.arms
+        }
+
+    def unclean(self) -> list[str]:
+        """The engine's unclean exits (at most its first 50), one line each, with why."""
+        lc = self.lifecycle
+        if lc is None:
+            return []
+        return [
+            f"{u.server}/{u.worker} ({'; '.join(u.reasons)}; exited {u.exit_s:g} s after the TERM)"
+            for u in lc.unclean
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the keys ``replay/report/html/extras.py`` reads are kept stable)."""
+        lc = self.lifecycle
+        arms = [] if self.stats is None else self.stats.latency.arms
+        return {
+            "campaign_id": self.campaign_id,
+            "attempt": self.attempt,
+            "trusted": self.trusted,
+            "problem": self.problem,
+            "arms": [
+                {
+                    "arm": a.arm,
+                    "role": a.role,
+                    "mean_s": _float(a.mean_s),
+                    "servers": [
+                        {"server": s.server, "arm": s.arm, "mean_s": _float(s.mean_s), "n": s.n}
+                        for s in a.servers
+                    ],
+                }
+                for a in arms
+            ],
+            "statuses": dict(self.statuses),
+            "timeout_levels": dict(self.timeout_levels),
+            "lifecycle": {
+                "total": 0 if lc is None else lc.total,
+                "clean": 0 if lc is None else lc.clean,
+                "killed": self.killed,
+                "unclean": self.unclean(),
+            },
+            "hbm_peak_mean_mb": self.hbm_peak_mean_mb,
+            "other_attempts": dict(self.other_attempts),
+        }
+
+
+@dataclass(frozen=True)
+class Effect:
+    """One baseline/candidate pair in both bundles (floats for the views; judged exactly)."""
+
+    baseline: str
+    candidate: str
+    sealed_baseline_s: float | None
+    sealed_candidate_s: float | None
+    rerun_baseline_s: float | None
+    rerun_candidate_s: float | None
+    sealed_speedup: float | None
+    rerun_speedup: float | None
+    sealed_percent_lower: float | None
+    rerun_percent_lower: float | None
+    baseline_ratio: float | None
+    candidate_ratio: float | None
+    speedup_ratio: float | None
+    reproduced: bool | None
+    verdict: str
+    why: str | None = None
+    """Why the effect is not reproduced, or could not be judged (None when reproduced)."""
+
+
+@dataclass(frozen=True)
+class RerunComparison:
+    """The whole side-by-side, and its verdict's reasons."""
+
+    sealed: Side
+    rerun: Side
+    effects: tuple[Effect, ...]
+    tolerance: float
+    plan_matches: bool
+    outputs_compared: int
+    outputs_matching: int
+    limits: tuple[str, ...]
+
+    def not_comparable(self) -> list[str]:
+        """Why the rerun does not stand for a rerun of the sealed bundle (empty when it does)."""
+        out = []
+        s, r = self.sealed, self.rerun
+        if not self.plan_matches:
+            out.append(
+                f"the rerun's frozen plan ({r.plan_name or 'none'}) is not the sealed one "
+                f"({s.plan_name or 'none'}) byte for byte: it is not a rerun of this plan"
+            )
+        of = r.rerun_of
+        if of is not None and of.get("campaign_id") not in (None, s.campaign_id):
+            out.append(
+                f"the rerun says it reran campaign {of.get('campaign_id')!s}, "
+                f"not the sealed {s.campaign_id}"
+            )
+        return out
+
+    @property
+    def reproduced(self) -> bool | None:
+        """True if every effect reproduced, False if one did not, None if none could be judged
+        (or the rerun is not a rerun of this plan)."""
+        if self.not_comparable():
+            return None
+        judged = [e.reproduced for e in self.effects if e.reproduced is not None]
+        if not judged:
+            return None
+        return all(judged)
+
+    def integrity_failures(self) -> list[str]:
+        """Nothing here re-reads sealed content: integrity is each bundle's verification."""
+        return []
+
+    def failures(self) -> list[str]:
+        """Why the comparison contradicts the sealed effect (exit 4), one line each."""
+        if self.not_comparable():
+            return []
+        return [e.why for e in self.effects if e.reproduced is False and e.why]
+
+    def gaps(self) -> list[str]:
+        """Why the comparison could not judge the sealed effect (exit 5), one line each."""
+        out = self.not_comparable()
+        sides = [s for s in (self.sealed, self.rerun) if s.problem is not None]
+        out += [f"the {s.label} bundle cannot be compared: {s.problem}" for s in sides]
+        if sides:  # every effect is then unjudged for that one reason
+            return out
+        if not self.effects:
+            out.append("the sealed campaign has no baseline/candidate pair: no effect to reproduce")
+        out += [e.why for e in self.effects if e.reproduced is None and e.why]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form."""
+        return {
+            "reproduced": self.reproduced,
+            "tolerance": self.tolerance,
+            "plan_matches": self.plan_matches,
+            "failures": self.failures(),
+            "gaps": self.gaps(),
+            "sealed": self.sealed.to_dict(),
+            "rerun": self.rerun.to_dict(),
+            "effects": [dataclasses.asdict(e) for e in self.effects],
+            "outputs": {"compared": self.outputs_compared, "matching": self.outputs_matching},
+            "limits": list(self.limits),
+        }
+
+
+def _float(x: Fraction | None) -> float | None:
+    return None if x is None else to_double(x)
+
+
+def _receipt_outcomes(bundle: VerifiedBundle, attempt: str) -> list[dict[str, Any]]:
+    """The accepted attempt's request outcomes and output hashes (replay reads neither).
+
+    Only these columns are read: receipts is the big table. A bundle sealed by
+    another tool may lack a column; it is then left out.
+    """
+    data = bundle.member_bytes("tables/receipts.parquet")
+    if data is None:
+        return []
+    names = pq.read_schema(io.BytesIO(data)).names
+    columns = [c for c in _OUTCOME_COLUMNS if c in names]
+    table = pq.read_table(io.BytesIO(data), columns=columns, use_threads=False)
+    table = filter_table(table, equals(table, "attempt_id", attempt))
+    return rows(table, columns)
+
+
+def _side(label: str, bundle: VerifiedBundle) -> Side:
+    inputs: ReplayInputs = inputs_from_bundle(bundle)
+    campaign = inputs.campaign
+    of = campaign.get("rerun_of")
+    plan_name = inputs.plan_path
+    side = Side(
+        label=label,
+        campaign_id=str(campaign.get("id", "?")),
+        trusted=bundle.trusted,
+        attempt=None,
+        stats=None,
+        problem=None,
+        plan_name=plan_name,
+        plan_bytes=None if plan_name is None else bundle.member_bytes(plan_name),
+        rerun_of=of if isinstance(of, Mapping) else None,
+    )
+    try:
+        attempt = accepted_attempt(inputs)
+    except CouldNotRunError as exc:
+        return dataclasses.replace(side, problem=str(exc))
+    receipts = _receipt_outcomes(bundle, attempt)
+    return dataclasses.replace(
+        side,
+        attempt=attempt,
+        stats=StatsCache(inputs).get(attempt),
+        statuses=_counts([r.get("status") for r in receipts]),
+        timeout_levels=_counts([r.get("timeout_level") for r in receipts]),
+        other_attempts={
+            str(a["attempt_id"]): str(a["status"])
+            for a in inputs.rows("attempts", ["attempt_id", "status"])
+            if a["attempt_id"] != attempt
+        },
+        outputs={
+            (str(r["server"]), int(r["seq"])): str(r["output_sha256"])
+            for r in receipts
+            if r.get("output_sha256")
+        },
+    )
+
+
+def _counts(values: Sequence[Any]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        if v:
+            out[str(v)] = out.get(str(v), 0) + 1
+    return out
+
+
+def _ratio(a: Fraction | None, b: Fraction | None) -> Fraction | None:
+    return None if a is None or b is None or b == 0 else a / b
+
+
+def _mean(side: Side, arm: str) -> Fraction | None:
+    a = side.arm(arm)
+    return None if a is None else a.mean_s
+
+
+def _unjudged(side: Side, base: str, cand: str) -> str | None:
+    """Why ``side`` has no speedup for the pair, or None when it has one."""
+    if side.stats is None:
+        return f"the {side.label} bundle has no single accepted attempt"
+    for arm in (base, cand):
+        a = side.arm(arm)
+        if a is None:
+            return f"{arm} is not an arm of the {side.label} campaign"
+        if a.mean_s is None:
+            return f"arm {arm} has no measured request with status ok in the {side.label} bundle"
+    pair = side.pair(base, cand)
+    if pair is None or pair.speedup is None:
+        return f"the {side.label} candidate mean is 0: no speedup"
+    return None
+
+
+def _effect(base: str, cand: str, sealed: Side, rerun: Side, tol: Fraction) -> Effect:
+    sp, rp = sealed.pair(base, cand), rerun.pair(base, cand)
+    s_speed = None if sp is None else sp.speedup
+    r_speed = None if rp is None else rp.speedup
+    ratio = _ratio(r_speed, s_speed)
+    pct = tol * 100
+    why: str | None
+    if s_speed is None or r_speed is None or ratio is None:
+        unjudged = (
+            _unjudged(sealed, base, cand)
+            or _unjudged(rerun, base, cand)
+            or "the sealed speedup is 0"
+        )
+        reproduced, verdict = None, f"not judged: {unjudged}"
+        why = f"the effect {base} → {cand} could not be judged: {unjudged}"
+    else:
+        same_side = (s_speed > 1) == (r_speed > 1)
+        reproduced = same_side and abs(ratio - 1) <= tol
+        numbers = (
+            f"rerun speedup {to_double(r_speed):.3f}× vs sealed {to_double(s_speed):.3f}× "
+            f"({to_double((ratio - 1) * 100):+.2f} %, tolerance {to_double(pct):g} %"
+            + ("" if same_side else "; the effect vanished or changed direction")
+            + ")"
+        )
+        verdict = f"{'reproduced' if reproduced else 'not reproduced'}: {numbers}"
+        why = None if reproduced else f"the effect {base} → {cand} did not reproduce: {numbers}"
+    return Effect(
+        baseline=base,
+        candidate=cand,
+        sealed_baseline_s=_float(_mean(sealed, base)),
+        sealed_candidate_s=_float(_mean(sealed, cand)),
+        rerun_baseline_s=_float(_mean(rerun, base)),
+        rerun_candidate_s=_float(_mean(rerun, cand)),
+        sealed_speedup=_float(s_speed),
+        rerun_speedup=_float(r_speed),
+        sealed_percent_lower=_float(None if sp is None else sp.percent_lower),
+        rerun_percent_lower=_float(None if rp is None else rp.percent_lower),
+        baseline_ratio=_float(_ratio(_mean(rerun, base), _mean(sealed, base))),
+        candidate_ratio=_float(_ratio(_mean(rerun, cand), _mean(sealed, cand))),
+        speedup_ratio=_float(ratio),
+        reproduced=reproduced,
+        verdict=verdict,
+        why=why,
+    )
+
+
+def _pairs(side: Side) -> list[tuple[str, str]]:
+    """Every (baseline, candidate) pair of arms of the sealed campaign, in campaign order."""
+    if side.stats is None:
+        return []
+    arms = side.stats.latency.arms
+    return [
+        (b.arm, c.arm) for b in arms if b.role == "baseline" for c in arms if c.role == "candidate"
+    ]
+
+
+def _limits(sealed: Side) -> tuple[str, ...]:
+    out = [
+        "Only the effect is judged: each bundle's speedup is derived by the replay engine "
+        "(mean of server means over the accepted attempt's measured ok requests), and the "
+        "rerun's must be on the same side of 1 as the sealed one and within the tolerance. "
+        "Arm means, worker exits, peak HBM and output hashes are shown side by side, not "
+        "judged: another machine on another day shifts them.",
+        "The rerun's numbers were measured by bundle rerun on the rerun host; the sealed ones "
+        "are the author's receipts. Agreement supports the effect, not the absolute latencies.",
+        "Outputs are matched by server and seq; the same SHA-256 is expected only with fixed "
+        "seeds and a deterministic runtime. Media quality of the rerun's outputs is judged by "
+        "media replay of the rerun bundle (--media), not here.",
+    ]
+    # The rerun bundle is the one replayed: its own trust is stated by the replay result
+    # (and in ``rerun.trusted`` of the JSON form); the sealed one's only here.
+    if not sealed.trusted:
+        out.append(
+            "The sealed bundle compared with was accepted unsigned or untrusted: its tables "
+            "are intact as sealed, but anyone could have sealed them."
+        )
+    return tuple(out)
+
+
+def _file_sha256(bundle: VerifiedBundle) -> str:
+    """SHA-256 of the bundle file's bytes, streamed (as ``bundle rerun`` records it)."""
+    h = hashlib.sha256()
+    with bundle.path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def check_rerun_pair(rerun: VerifiedBundle, sealed: VerifiedBundle) -> None:
+    """Refuse a pair that is not a rerun and the sealed bundle it reran.
+
+    ``bundle replay --against`` and ``bundle report --against`` both come here (through
+    :func:`replay.api.replay`): only then may a result say that the plan was re-run on
+    hardware. The rerun's ``campaign.json`` must say ``"kind": "rerun"`` and name the
+    sealed bundle's file SHA-256 in ``rerun_of.bundle_sha256``, exactly as
+    ``bundle rerun`` writes them (``rerun/writer.py``), and the two must be two
+    bundles (neither the same path nor the same bytes).
+
+    Raises:
+        UsageError: the pair is not a rerun of the sealed bundle; one Problem naming the
+            rerun bundle (or the sealed one) and the field.
+    """
+    where = f"{rerun.path}: campaign.json"
+    doc = rerun.document("campaign.json") or {}
+    of = doc.get("rerun_of")
+    want = _file_sha256(sealed)
+    got = of.get("bundle_sha256") if isinstance(of, Mapping) else None
+    problem: Problem | None = None
+    if rerun.path.resolve() == sealed.path.resolve() or _file_sha256(rerun) == want:
+        problem = Problem(
+            str(sealed.path), None, None, f"is the same bundle as {rerun.path}: not a rerun of it"
+        )
+    elif doc.get("kind") != "rerun":
+        problem = Problem(
+            where, None, "kind", f"is {doc.get('kind')!r}, not 'rerun': not a rerun bundle"
+        )
+    elif not isinstance(of, Mapping) or not isinstance(got, str):
+        problem = Problem(
+            where, None, "rerun_of.bundle_sha256", "absent: the rerun names no sealed bundle"
+        )
+    elif got.lower() != want:
+        problem = Problem(
+            where,
+            None,
+            "rerun_of.bundle_sha256",
+            f"names {got!r}, but {sealed.path} has SHA-256 {want}: a rerun of another bundle",
+        )
+    if problem is not None:
+        raise UsageError(
+            f"--against: {rerun.path} is not a rerun of {sealed.path}; nothing compared",
+            [problem],
+        )
+
+
+def compare_bundles(
+    rerun: VerifiedBundle, sealed: VerifiedBundle, *, tolerance: float = DEFAULT_TOLERANCE
+) -> RerunComparison:
+    """Compare a rerun bundle with the sealed bundle it reran.
+
+    Args:
+        rerun: the sealed rerun (campaign kind ``rerun``), verified.
+        sealed: the original sealed campaign, verified.
+        tolerance: relative tolerance on the speedup (0.10 = 10 %), taken as the
+            decimal written (``repr``), so 0.10 is exactly 1/10.
+
+    Raises:
+        ValueError: ``tolerance`` is negative or not finite.
+        BundleFormatError: a document of a bundle accepted unsigned is malformed.
+    """
+    if not math.isfinite(tolerance) or tolerance < 0:
+        raise ValueError("tolerance must be a finite number >= 0")
+    tol = Fraction(repr(float(tolerance)))
+    s_side, r_side = _side("sealed", sealed), _side("rerun", rerun)
+    effects = tuple(_effect(b, c, s_side, r_side, tol) for b, c in _pairs(s_side))
+    compared = matching = 0
+    for key, digest in r_side.outputs.items():
+        want = s_side.outputs.get(key)
+        if want:
+            compared += 1
+            matching += int(want == digest)
+    plan_matches = (
+        s_side.plan_name is not None
+        and s_side.plan_name == r_side.plan_name
+        and s_side.plan_bytes == r_side.plan_bytes
+    )
+    return RerunComparison(
+        sealed=s_side,
+        rerun=r_side,
+        effects=effects,
+        tolerance=tolerance,
+        plan_matches=plan_matches,
+        outputs_compared=compared,
+        outputs_matching=matching,
+        limits=_limits(s_side),
+    )
+
+
+def _fmt(x: float | None, spec: str) -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def _effect_lines(e: Effect) -> list[str]:
+    return [
+        f"  {e.baseline} -> {e.candidate}",
+        f"    arm mean {e.baseline:<12} sealed {_fmt(e.sealed_baseline_s, '.3f')} s  "
+        f"rerun {_fmt(e.rerun_baseline_s, '.3f')} s  ratio {_fmt(e.baseline_ratio, '.3f')}",
+        f"    arm mean {e.candidate:<12} sealed {_fmt(e.sealed_candidate_s, '.3f')} s  "
+        f"rerun {_fmt(e.rerun_candidate_s, '.3f')} s  ratio {_fmt(e.candidate_ratio, '.3f')}",
+        f"    speedup               sealed {_fmt(e.sealed_speedup, '.3f')}×  "
+        f"rerun {_fmt(e.rerun_speedup, '.3f')}×  ratio {_fmt(e.speedup_ratio, '.3f')}",
+        f"    percent lower         sealed {_fmt(e.sealed_percent_lower, '.2f')} %  "
+        f"rerun {_fmt(e.rerun_percent_lower, '.2f')} %",
+        f"    {e.verdict}",
+    ]
+
+
+def _side_lines(s: Side) -> list[str]:
+    lc = s.lifecycle
+    if lc is None:
+        return [f"  {s.label:<6} {s.problem}"]
+    exits = (
+        f"worker exits {lc.total} ({lc.clean} clean, {s.killed} killed)"
+        if lc.total
+        else "no worker exit recorded"
+    )
+    lines = [
+        f"  {s.label:<6} requests {dict(s.statuses)}; timeout levels {dict(s.timeout_levels)}; "
+        + exits
+    ]
+    unclean = s.unclean()
+    lines += [f"           unclean: {u}" for u in unclean[:_MAX_UNCLEAN_LISTED]]
+    if lc.unclean_total > _MAX_UNCLEAN_LISTED:
+        lines.append(f"           ... {lc.unclean_total - _MAX_UNCLEAN_LISTED} more unclean")
+    hbm = ", ".join(
+        f"{a} {_fmt(v, ',.0f')} MB" if v is not None else f"{a} not sampled"
+        for a, v in s.hbm_peak_mean_mb.items()
+    )
+    lines.append(f"           mean sampled peak HBM: {hbm or 'no arm'}")
+    if s.other_attempts:
+        others = ", ".join(f"{k} {v}" for k, v in s.other_attempts.items())
+        lines.append(f"           other attempts (not mixed in): {others}")
+    return lines
+
+
+def format_comparison(c: RerunComparison) -> list[str]:
+    """The comparison as text lines (the replay views print them under the section).
+
+    The evidence limits are not among them: every view prints ``c.limits`` (via
+    ``ReplayResult.limits("against")``) with the section, as for every section.
+    """
+    word = {True: "reproduced", False: "NOT reproduced", None: "not judged"}[c.reproduced]
+    lines = [
+        f"rerun {c.rerun.campaign_id} ({c.rerun.attempt}) against sealed "
+        f"{c.sealed.campaign_id} ({c.sealed.attempt}): effect {word}",
+        f"  frozen plan identical: {'yes' if c.plan_matches else 'NO'}",
+    ]
+    for e in c.effects:
+        lines += _effect_lines(e)
+    for s in (c.sealed, c.rerun):
+        lines += _side_lines(s)
+    lines.append(
+        f"  outputs with the sealed SHA-256: {c.outputs_matching} of {c.outputs_compared} compared"
+    )
+    lines += [f"  not comparable: {x}" for x in c.not_comparable()]
+    return lines

@@ -1,0 +1,1 @@
+"""LLM-serving campaigns: inputs from imported sources, statistics, claims, conformance."""

@@ -1,0 +1,223 @@
+"""Serving statistics (LLM benchmarks): latency distributions, throughput, goodput.
+
+Definitions (``specs/claims-vocabulary.md``, "Serving statistics"), as vLLM's
+``vllm bench serve`` computes them, but exactly:
+
+- Only successful requests enter a latency or throughput statistic.
+- TTFT: the recorded seconds to the first token. E2EL: the recorded end-to-end
+  seconds. ITL: every recorded gap between tokens of every successful request,
+  pooled. TPOT (time per output token, first token excluded): per request with
+  more than one output token, the double ``fl(fl(latency - ttft) / (output_len - 1))``
+  (IEEE-754, as the tool computes it); a request with 0 or 1 output token has no
+  TPOT and is left out (vLLM does the same; for goodput it counts its TPOT as 0).
+- Mean; median = 50th percentile; SD is the *population* SD (divides by n, as
+  ``numpy.std``); percentile P: ``numpy.percentile``'s default "linear" method,
+  ``h = (n - 1) P / 100``, ``x[floor h] + (h - floor h)(x[floor h + 1] - x[floor h])``
+  over the sorted values. All computed exactly over the recorded doubles
+  (``replay/engine/exact.py``), then ×1000 for a claim in ms.
+- Throughput: completed requests, output tokens (all requests; a failed one
+  records 0), or prompt tokens of successful requests plus output tokens, each
+  divided by the recorded duration.
+- Goodput: successful requests whose TTFT, TPOT and E2EL are each at most the
+  stated SLO (only the SLOs given; the SLO in ms is converted to the double
+  nearest ``slo / 1000`` seconds, as vLLM does), divided by the duration.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from bundler.format.serving_run import LATENCIES, ServingRun
+from replay.engine.exact import Exact, Root, group_sums
+
+__all__ = [
+    "THROUGHPUTS",
+    "RunStats",
+    "goodput",
+    "parse_percentile",
+    "parse_stat",
+    "throughput",
+]
+
+THROUGHPUTS = ("requests", "output_tokens", "total_tokens")
+_MS = Fraction(1000)
+Floats = npt.NDArray[np.float64]
+
+
+def parse_percentile(v: Any) -> Fraction | None:
+    """A percentile parameter (``99``, ``"99.9"``) as an exact fraction in [0, 100]."""
+    if isinstance(v, bool) or not isinstance(v, int | float | str):
+        return None
+    try:
+        d = Decimal(str(v))
+    except InvalidOperation:
+        return None
+    if not d.is_finite() or d < 0 or d > 100:
+        return None
+    return Fraction(d)
+
+
+def parse_stat(v: Any) -> tuple[str, Fraction | None] | None:
+    """``mean``, ``median``, ``sd`` or ``p<P>`` (``p99``, ``p99.9``) as (kind, P)."""
+    if not isinstance(v, str):
+        return None
+    if v in ("mean", "median", "sd"):
+        return v, (Fraction(50) if v == "median" else None)
+    if v.startswith("p"):
+        p = parse_percentile(v[1:])
+        return None if p is None else ("percentile", p)
+    return None
+
+
+def _exact_sums(x: Floats) -> tuple[int, Fraction, Fraction]:
+    g = group_sums(np.zeros(x.size, dtype=np.int64), x).get(0)
+    return (0, Fraction(0), Fraction(0)) if g is None else (g.n, g.total, g.squares)
+
+
+@dataclass
+class RunStats:
+    """The statistics of one run, each latency's values sorted once on first use."""
+
+    run: ServingRun
+    _values: dict[str, Floats | str] = field(default_factory=dict)
+    _sorted: dict[str, Floats] = field(default_factory=dict)
+
+    def values(self, latency: str) -> Floats | str:
+        """The latency's per-request values (seconds), or why the source lacks them."""
+        if latency not in self._values:
+            self._values[latency] = self._compute(latency)
+        return self._values[latency]
+
+    def _compute(self, latency: str) -> Floats | str:
+        r = self.run
+        why = _missing(r, latency)
+        if why is not None:
+            return why
+        if latency == "ttft":
+            return r.ttfts[r.ok]
+        if latency == "itl":
+            return r.ok_itl()
+        assert r.latencies is not None
+        if latency == "e2el":
+            return r.latencies[r.ok]
+        keep = r.ok & (r.output_lens > 1)
+        return (r.latencies[keep] - r.ttfts[keep]) / (r.output_lens[keep] - 1).astype(np.float64)
+
+    def sorted(self, latency: str) -> Floats:
+        """The latency's values in ascending order (``values`` must not be a reason)."""
+        if latency not in self._sorted:
+            v = self.values(latency)
+            assert not isinstance(v, str)
+            self._sorted[latency] = np.sort(v)
+        return self._sorted[latency]
+
+    def latency(self, latency: str, kind: str, p: Fraction | None) -> Exact | str:
+        """Statistic ``kind`` (mean, median, sd, percentile) of ``latency`` in seconds."""
+        v = self.values(latency)
+        if isinstance(v, str):
+            return v
+        if v.size == 0:
+            what = "request with more than one output token" if latency == "tpot" else "value"
+            return f"{self.run.source}: no successful {what} for {latency.upper()}"
+        if kind == "mean":
+            n, total, _ = _exact_sums(v)
+            return total / n
+        if kind == "sd":
+            n, total, squares = _exact_sums(v)
+            return Root((n * squares - total * total) / (n * n))
+        assert p is not None
+        return percentile_sorted(self.sorted(latency), p)
+
+
+def _missing(r: ServingRun, latency: str) -> str | None:
+    if latency not in LATENCIES:
+        return f"{latency!r} is not a latency (one of {', '.join(LATENCIES)})"
+    if not r.detailed:
+        return (
+            f"{r.source} holds only the tool's aggregates (no per-request arrays: run "
+            "without --save-detailed); nothing to re-derive them from"
+        )
+    if latency in r.unrecorded:
+        return r.unrecorded[latency]
+    if latency in ("tpot", "e2el") and r.latencies is None:
+        return (
+            f"{r.source} records no per-request end-to-end latency ('latencies'; older "
+            f"benchmark_serving.py): {latency.upper()} cannot be re-derived"
+        )
+    return None
+
+
+def percentile_sorted(x: Floats, p: Fraction) -> Fraction:
+    """``numpy.percentile(x, p)`` (method "linear") exactly, over ascending ``x``."""
+    h = (x.size - 1) * p / 100
+    lo = math.floor(h)
+    frac = h - lo
+    a = Fraction(float(x[lo]))
+    if frac == 0:
+        return a
+    b = Fraction(float(x[lo + 1]))
+    return a + frac * (b - a)
+
+
+def throughput(run: ServingRun, what: str) -> Fraction | str:
+    """Requests/s or tokens/s over the recorded duration (``THROUGHPUTS``)."""
+    if not run.detailed:
+        return f"{run.source} holds only the tool's aggregates; nothing to re-derive them from"
+    dur = Fraction(run.duration_s)
+    if what == "requests":
+        return run.completed / dur
+    out = int(run.output_lens.sum())
+    if what == "output_tokens":
+        return out / dur
+    if what == "total_tokens":
+        return (int(run.input_lens[run.ok].sum()) + out) / dur
+    return f"{what!r} is not a throughput (one of {', '.join(THROUGHPUTS)})"
+
+
+def good_requests(stats: RunStats, slo_ms: dict[str, Fraction]) -> int | str:
+    """Successful requests within every stated SLO (``ttft``, ``tpot``, ``e2el`` in ms)."""
+    r = stats.run
+    if not slo_ms:
+        return "goodput needs at least one SLO (ttft_ms, tpot_ms, e2el_ms)"
+    if not r.detailed:
+        return f"{r.source} holds only the tool's aggregates; nothing to re-derive them from"
+    good = r.ok.copy()
+    for name, slo in slo_ms.items():
+        limit = float(slo) / 1000.0  # the double the tool compares with
+        if name in r.unrecorded:
+            return r.unrecorded[name]
+        if name == "ttft":
+            good &= r.ttfts <= limit
+            continue
+        if r.latencies is None:
+            return f"{r.source} records no per-request latencies: the {name} SLO cannot be checked"
+        if name == "e2el":
+            good &= r.latencies <= limit
+        else:
+            tpot = np.zeros(r.n, dtype=np.float64)
+            many = r.ok & (r.output_lens > 1)
+            tpot[many] = (r.latencies[many] - r.ttfts[many]) / (r.output_lens[many] - 1)
+            good &= tpot <= limit
+    return int(np.count_nonzero(good))
+
+
+def goodput(stats: RunStats, slo_ms: dict[str, Fraction]) -> Fraction | str:
+    """Good requests (``good_requests``) per second of the recorded duration."""
+    n = good_requests(stats, slo_ms)
+    return n if isinstance(n, str) else n / Fraction(stats.run.duration_s)
+
+
+def to_unit(value: Exact, unit: str) -> Exact:
+    """Seconds to ``unit`` (``s`` or ``ms``), exactly."""
+    if unit != "ms":
+        return value
+    if isinstance(value, Root):
+        return Root(value.square * _MS * _MS)
+    return value * _MS

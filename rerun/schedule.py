@@ -1,0 +1,159 @@
+"""The frozen plan as a list of server slots and requests, and how long it should take.
+
+One :class:`SlotPlan` per ``arm_order`` position, in run order; its requests
+are the warmups, then the measured requests, then (for servers in
+``quality.render_on``) one request per ``quality.prompts`` entry with that
+prompt and seed. ``seq`` counts from 0 on each server, as in the receipts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bundler.campaign.plan_check import PlanShapeError, PlanSlot, plan_slots
+
+__all__ = [
+    "PlannedRequest",
+    "SlotEstimate",
+    "SlotPlan",
+    "build_schedule",
+    "estimate",
+]
+
+
+@dataclass(frozen=True)
+class PlannedRequest:
+    """One request to send: its phase, its order on the server, and its form fields."""
+
+    phase: str
+    seq: int
+    fields: Mapping[str, Any]
+    prompt_id: str | None = None
+
+
+@dataclass(frozen=True)
+class SlotPlan:
+    """One arm position: which arm and server, its runtime commit, requests, teardown budgets."""
+
+    slot: PlanSlot
+    commit: str
+    requests: tuple[PlannedRequest, ...]
+    term_wait_s: float
+    kill_wait_s: float
+
+    @property
+    def arm(self) -> str:
+        """The arm id."""
+        return self.slot.arm
+
+    @property
+    def server(self) -> str:
+        """The server name."""
+        return self.slot.server
+
+
+def _quality_requests(
+    plan: Mapping[str, Any], payload: Mapping[str, Any], start: int
+) -> list[PlannedRequest]:
+    quality = plan.get("quality")
+    prompts = quality.get("prompts") if isinstance(quality, Mapping) else None
+    out = []
+    for i, q in enumerate(prompts or []):
+        if not isinstance(q, Mapping):
+            raise PlanShapeError(f"quality.prompts.{i} must be an object")
+        fields = dict(payload)
+        for key in ("prompt", "seed"):
+            if key in q:
+                fields[key] = q[key]
+        out.append(PlannedRequest("quality", start + i, fields, str(q.get("id", f"q{i + 1}"))))
+    return out
+
+
+def build_schedule(plan: Mapping[str, Any], commits: Mapping[str, str]) -> tuple[SlotPlan, ...]:
+    """The slots of ``plan``; ``commits`` maps each arm id to its runtime commit.
+
+    Raises:
+        PlanShapeError: the plan's order, counts, payload or teardown budgets are
+            malformed, or an arm has no commit.
+    """
+    request = plan.get("request")
+    if not isinstance(request, Mapping):
+        raise PlanShapeError("request must be an object")
+    payload = request.get("payload") or {}
+    if not isinstance(payload, Mapping):
+        raise PlanShapeError("request.payload must be an object")
+    teardown = plan.get("teardown")
+    out = []
+    for slot in plan_slots(plan):
+        if slot.arm not in commits:
+            raise PlanShapeError(
+                f"arm_order names {slot.arm!r}, which is not an arm of the campaign"
+            )
+        budget = teardown.get(slot.arm) if isinstance(teardown, Mapping) else None
+        if not isinstance(budget, Mapping):
+            raise PlanShapeError(f"teardown has no budget for arm {slot.arm!r}")
+        reqs = [PlannedRequest("warmup", i, dict(payload)) for i in range(slot.warmups)]
+        reqs += [
+            PlannedRequest("measured", slot.warmups + i, dict(payload))
+            for i in range(slot.measured)
+        ]
+        if slot.quality:
+            reqs += _quality_requests(plan, payload, len(reqs))
+        out.append(
+            SlotPlan(
+                slot,
+                commits[slot.arm],
+                tuple(reqs),
+                float(budget.get("term_wait_s", 0)),
+                float(budget.get("kill_wait_s", 0)),
+            )
+        )
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class SlotEstimate:
+    """How long one slot should take: the sealed requests' time plus the plan's budgets."""
+
+    server: str
+    arm: str
+    requests: int
+    sealed_requests_s: float | None
+    startup_budget_s: float
+    teardown_budget_s: float
+
+
+def estimate(
+    plan: Mapping[str, Any],
+    schedule: Sequence[SlotPlan],
+    sealed_receipts: Sequence[Mapping[str, Any]],
+    attempt: str | None,
+) -> tuple[SlotEstimate, ...]:
+    """Per slot: the sum of the sealed ``e2e_s`` of that server in ``attempt`` (None if absent).
+
+    The real duration lies between the sum of the sealed request times and
+    that sum plus the start-up and teardown budgets.
+    """
+    startup = plan.get("startup_budget_s")
+    startup_s = float(startup) if isinstance(startup, int | float) else 0.0
+    out = []
+    for sp in schedule:
+        rows = [
+            r
+            for r in sealed_receipts
+            if r.get("server") == sp.server and (attempt is None or r.get("attempt_id") == attempt)
+        ]
+        total = sum(float(r["e2e_s"]) for r in rows) if rows else None
+        out.append(
+            SlotEstimate(
+                sp.server,
+                sp.arm,
+                len(sp.requests),
+                total,
+                startup_s,
+                sp.term_wait_s + sp.kill_wait_s,
+            )
+        )
+    return tuple(out)

@@ -1,0 +1,180 @@
+"""Reading the sealed bundle a rerun reproduces: campaign, frozen plan, gates, pairing, inputs.
+
+The bundle is read only through :class:`bundler.verified.VerifiedBundle`
+(:func:`open_sealed` makes one from a path with the caller's trust settings),
+so nothing here reads a member that did not verify.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bundler.errors import Problem, UsageError
+from bundler.format.tables import EXTRA_COLUMN
+from bundler.verified import VerifiedBundle, open_verified
+from replay.api import inputs_from_bundle
+from rerun.client import FilePart
+from rerun.confine import InputRefused, input_problem, read_input
+from rerun.options import FILE_FIELDS, RerunOptions
+from rerun.writer import SealedSource
+
+__all__ = ["SealedRead", "input_files", "open_sealed", "read_sealed", "table_rows"]
+
+
+@dataclass(frozen=True)
+class SealedRead:
+    """What the rerun needs of the sealed bundle, read once."""
+
+    bundle: VerifiedBundle
+    source: SealedSource
+    plan: Mapping[str, Any]
+    sealed_attempt: str | None
+    receipts: Sequence[Mapping[str, Any]]
+    """attempt_id, server and e2e_s of every sealed receipt (for the duration estimate)."""
+
+
+def open_sealed(bundle: Path | VerifiedBundle, options: RerunOptions) -> VerifiedBundle:
+    """``bundle`` itself, or the bundle at that path opened and verified.
+
+    Raises:
+        IntegrityError: the bundle does not verify, or no trusted key signed it and
+            ``options.allow_unsigned`` is false.
+    """
+    if isinstance(bundle, VerifiedBundle):
+        return bundle
+    return open_verified(bundle, trusted=options.trusted, allow_unsigned=options.allow_unsigned)
+
+
+def table_rows(bundle: VerifiedBundle, name: str, columns: Sequence[str]) -> list[dict[str, Any]]:
+    """Rows of table ``name``, the given columns that it has (never timestamp columns:
+    their ``to_pylist`` needs pandas at nanosecond precision)."""
+    table = bundle.table(name)
+    present = [c for c in columns if c in table.column_names]
+    rows: list[dict[str, Any]] = table.select(present).to_pylist()
+    return rows
+
+
+def _sealed_gates(bundle: VerifiedBundle) -> list[dict[str, Any]]:
+    """The sealed gates as rows again: null fields left out, unknown fields restored."""
+    cols = ["gate_id", "metric", "op", "threshold", "definition", "warn_within", "requires_scorer"]
+    out = []
+    for g in table_rows(bundle, "gates", [*cols, EXTRA_COLUMN]):
+        extra = g.pop(EXTRA_COLUMN, None)
+        row = {k: v for k, v in g.items() if v is not None}
+        if extra:
+            row.update(json.loads(extra))
+        out.append(row)
+    return out
+
+
+def read_sealed(bundle: VerifiedBundle) -> SealedRead:
+    """The campaign, the frozen plan in force and what the rerun copies from the seal.
+
+    Raises:
+        UsageError: ``campaign.json`` names a plan the bundle lacks.
+        BundleFormatError: a document of a bundle accepted unsigned is malformed, or a
+            table breaks the table contract (checked as replay checks it).
+    """
+    # The rerun copies gates, pairing and receipts from these tables: the same contract
+    # check as replay's, in the same place, before anything is copied.
+    inputs_from_bundle(bundle)
+    campaign = bundle.document("campaign.json") or {}
+    plan_name = str(campaign.get("plan", ""))
+    plan_bytes = bundle.member_bytes(plan_name)
+    plan = bundle.document(plan_name) if plan_bytes is not None else None
+    if plan is None or plan_bytes is None:
+        raise UsageError(f"{bundle.path}: campaign.json names plan {plan_name!r}, which is absent")
+    attempts = table_rows(bundle, "attempts", ["attempt_id", "status"])
+    accepted = [a["attempt_id"] for a in attempts if a.get("status") == "accepted"]
+    sealed_attempt = accepted[0] if len(accepted) == 1 else None
+    comparisons = table_rows(
+        bundle,
+        "comparisons",
+        ["comparison_id", "attempt_id", "baseline_request_id", "candidate_request_id"],
+    )
+    receipts = table_rows(
+        bundle, "receipts", ["request_id", "attempt_id", "server", "seq", "phase", "e2e_s"]
+    )
+    source = SealedSource(
+        hashlib.sha256(bundle.path.read_bytes()).hexdigest(),
+        campaign,
+        plan_name,
+        plan_bytes,
+        _sealed_gates(bundle),
+        bundle.document("scorer.json"),
+        [c for c in comparisons if sealed_attempt is None or c["attempt_id"] == sealed_attempt],
+        {
+            str(r["request_id"]): (str(r["server"]), int(r["seq"]), str(r["phase"]))
+            for r in receipts
+        },
+    )
+    return SealedRead(bundle, source, plan, sealed_attempt, receipts)
+
+
+def _refused(plan_name: str, key: str, rel: str, why: str) -> UsageError:
+    where = Problem(plan_name, None, f"request.payload.{key}", f"{rel!r} {why}")
+    return UsageError(
+        f"{plan_name}: payload field {key} names a file outside --inputs and the bundle: "
+        "refused, nothing was read or sent",
+        [where],
+    )
+
+
+def input_files(
+    plan: Mapping[str, Any],
+    bundle: VerifiedBundle,
+    options: RerunOptions,
+    *,
+    plan_name: str = "plan",
+) -> dict[str, FilePart]:
+    """The files the payload names: from the bundle's ``files/``, else from ``--inputs``.
+
+    A path is read only from inside an ``--inputs`` folder
+    (:func:`rerun.confine.read_input`): an absolute path, a ``..``
+    part, or a symlink leading out is refused before anything is read or any
+    server is reached.
+
+    Raises:
+        UsageError: a path is refused, a file is in neither place, or it differs
+            from its sealed artifact's SHA-256 (located at ``plan_name``'s field).
+    """
+    request = plan.get("request")
+    payload = request.get("payload") if isinstance(request, Mapping) else None
+    payload = payload if isinstance(payload, Mapping) else {}
+    artifacts = {
+        r["path"]: r.get("sha256")
+        for r in table_rows(bundle, "artifacts", ["path", "sha256"])
+        if r.get("path")
+    }
+    out: dict[str, FilePart] = {}
+    for key in FILE_FIELDS:
+        rel = payload.get(key)
+        if not isinstance(rel, str) or not rel:
+            continue
+        why = input_problem(rel)
+        if why is not None:
+            raise _refused(plan_name, key, rel, why)
+        carried = bundle.member_bytes(f"files/{rel}")
+        data = carried
+        for d in options.inputs if data is None else ():
+            try:
+                data = read_input(d, rel)
+            except InputRefused as exc:
+                raise _refused(plan_name, key, rel, f"in {str(d)!r} {exc}") from exc
+            if data is not None:
+                break
+        if data is None:
+            raise UsageError(
+                f"payload field {key} names {rel!r}, which is not in the bundle: "
+                "give --inputs DIR holding it"
+            )
+        want = artifacts.get(rel)
+        if carried is None and want and hashlib.sha256(data).hexdigest() != want:
+            raise UsageError(f"{rel}: its SHA-256 differs from the sealed artifact's")
+        out[key] = FilePart(Path(rel).name, data)
+    return out
