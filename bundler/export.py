@@ -18,16 +18,15 @@ import io
 import json
 import shutil
 import tempfile
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from bundler.errors import BundleFormatError, UsageError
+from bundler.format.trust import NO_TRUST, SignatureStatus, Trust
 from bundler.verified import VerifiedBundle, open_verified
 
 __all__ = ["FORMATS", "ExportResult", "export_bundle"]
@@ -47,8 +46,12 @@ class ExportResult:
     format: str
     tables: dict[str, int]
     files: list[str]
-    trusted: bool
-    signature_status: str
+    signature_status: SignatureStatus
+
+    @property
+    def trusted(self) -> bool:
+        """True when a trusted key verified the signature (not merely accepted unsigned)."""
+        return self.signature_status.trusted
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (``--json``)."""
@@ -106,21 +109,20 @@ def export_bundle(
     directory: Path,
     *,
     fmt: str = "parquet",
-    trusted: Sequence[Ed25519PublicKey] = (),
-    allow_unsigned: bool = False,
+    trust: Trust = NO_TRUST,
 ) -> ExportResult:
     """Verify ``bundle`` and write its tables and carried files into ``directory``.
 
     Raises:
         UsageError: unknown format; ``directory`` exists and is not an empty folder.
         IntegrityError: the bundle does not verify, or no trusted key verified it
-            and ``allow_unsigned`` is False (nothing is written).
+            and ``trust`` does not accept that (nothing is written).
     """
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
     if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
         raise UsageError(f"{directory}: exists and is not an empty folder; export writes a new one")
-    vb = open_verified(bundle, trusted=trusted, allow_unsigned=allow_unsigned)
+    vb = open_verified(bundle, trust=trust)
     parent = directory.parent
     parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.export-", dir=parent))
@@ -158,7 +160,7 @@ def export_bundle(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return ExportResult(directory, fmt, tables, files, vb.trusted, report.signature_status)
+    return ExportResult(directory, fmt, tables, files, report.signature_status)
 
 
 def _sha256_file(path: Path) -> str:

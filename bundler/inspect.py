@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from bundler.errors import BundleFormatError, IntegrityError
+from bundler.format.trust import Trust
 from bundler.verify import open_bundle
 
 __all__ = ["inspect_bundle"]
@@ -51,10 +52,13 @@ def _attempts(opened: Any) -> list[dict[str, Any]]:
 def inspect_bundle(path: Path, trusted: Sequence[Ed25519PublicKey] = ()) -> dict[str, Any]:
     """Summarize ``path``: campaign, arms and commits, counts, signers, members, externals.
 
+    ``trusted`` keys only show which signers verify: inspect accepts every bundle
+    it can read (it describes, it does not judge).
+
     Raises:
         IntegrityError: if the manifest cannot be read at all (nothing to describe).
     """
-    opened = open_bundle(path, trusted=trusted, allow_unsigned=True)
+    opened = open_bundle(path, trust=Trust.allow_unsigned(trusted))
     manifest = opened.manifest
     if manifest is None:
         raise IntegrityError(f"{path}: no readable manifest", opened.report.problems)

@@ -19,14 +19,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
 from bundler._internal.atomic import atomic_write_bytes
 from bundler._internal.jsonload import JsonLoadError, loads
 from bundler._internal.userfile import DOCUMENT_MAX_BYTES, read_user_file
 from bundler.errors import BundleFormatError, Problem, UsageError
 from bundler.format.container import member_name_problem
 from bundler.format.hashing import hash_file
+from bundler.format.trust import NO_TRUST, SignatureStatus, Trust
 from bundler.verify import check_bundle
 
 __all__ = [
@@ -170,7 +169,7 @@ def _describe(path: Path, kind: str) -> dict[str, Any]:
     entry: dict[str, Any] = {"path": path.name}
     if kind == "bundle":
         try:
-            opened = open_bundle(path, allow_unsigned=True)
+            opened = open_bundle(path, trust=Trust.allow_unsigned())
         except BundleFormatError as exc:
             raise _NotRegistrable(exc.message.removeprefix(f"{path}: ")) from exc
         except OSError as exc:
@@ -288,26 +287,23 @@ def _campaign_artifacts(
         report.artifacts.append(_classified(name, row, status))
 
 
-def _bundle_check(  # noqa: PLR0917 - private helper of one loop
+def _bundle_check(
     report: InventoryReport,
     root: Path,
     name: str,
-    trusted: Sequence[Ed25519PublicKey],
-    allow_unsigned: bool,
+    trust: Trust,
     media_dirs: Sequence[Path],
 ) -> None:
     """Verify one bundle entry as ``bundle verify`` does; its artifacts are classified too."""
     try:
-        rep = check_bundle(
-            root / name, trusted=trusted, allow_unsigned=allow_unsigned, media_dirs=media_dirs
-        )
+        rep = check_bundle(root / name, trust=trust, media_dirs=media_dirs)
     except OSError as exc:
         report.verify.append(
             {
                 "path": name,
                 "ok": False,
                 "trusted": False,
-                "signature_status": "unchecked",
+                "signature_status": SignatureStatus.UNCHECKED,
                 "problems": [f"{name}: cannot read: {exc.strerror or exc}"],
             }
         )
@@ -317,7 +313,7 @@ def _bundle_check(  # noqa: PLR0917 - private helper of one loop
             "path": name,
             "ok": rep.ok,
             # ok with --allow-unsigned means "intact", not "signed by someone you trust".
-            "trusted": not rep.problems and rep.signature_status == "verified",
+            "trusted": rep.trusted,
             "signature_status": rep.signature_status,
             "problems": [str(p) for p in rep.problems],
         }
@@ -328,8 +324,7 @@ def _bundle_check(  # noqa: PLR0917 - private helper of one loop
 def check_inventory(
     root: Path,
     *,
-    trusted: Sequence[Ed25519PublicKey] = (),
-    allow_unsigned: bool = False,
+    trust: Trust = NO_TRUST,
     media_dirs: Sequence[Path] = (),
     fix: bool = False,
 ) -> InventoryReport:
@@ -371,7 +366,7 @@ def check_inventory(
         if kind == "campaign":
             _campaign_artifacts(report, name, root / name, media_dirs)
         else:
-            _bundle_check(report, root, name, trusted, allow_unsigned, media_dirs)
+            _bundle_check(report, root, name, trust, media_dirs)
     if report.added:
         register["entries"].sort(key=lambda e: e["path"])
         text = json.dumps(register, indent=2, sort_keys=True) + "\n"

@@ -8,7 +8,8 @@ any problem, or one no trusted key verified unless the caller allows that
 explicitly. The refusal logic therefore exists once, in words that name no
 command-line flag (the CLI adds its own hints).
 
-A bundle that verified only because ``allow_unsigned`` was given is still
+A bundle that verified only because its :class:`~bundler.format.trust.Trust`
+accepts unsigned bundles is still
 hostile: anyone could have sealed it. Its documents are therefore parsed
 defensively here (:meth:`VerifiedBundle.document` raises a located
 ``BundleFormatError`` for a member that is not a JSON object) so that no
@@ -19,16 +20,15 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from bundler.errors import BundleFormatError, IntegrityError, Problem
 from bundler.format.container import Limits, Member
+from bundler.format.trust import NO_TRUST, SignatureStatus, Trust
 from bundler.verify import OpenedBundle, VerifyReport, open_bundle
 
 __all__ = ["VerifiedBundle", "open_verified"]
@@ -57,9 +57,14 @@ class VerifiedBundle:
         return self._opened.report
 
     @property
+    def signature_status(self) -> SignatureStatus:
+        """What the signature check established."""
+        return self._opened.report.signature_status
+
+    @property
     def trusted(self) -> bool:
         """True when a trusted key verified the signature."""
-        return self._opened.report.signature_status == "verified"
+        return self._opened.report.signature_status.trusted
 
     @property
     def manifest(self) -> dict[str, Any]:
@@ -132,33 +137,32 @@ class VerifiedBundle:
 def open_verified(
     path: Path | str,
     *,
-    trusted: Sequence[Ed25519PublicKey] = (),
-    allow_unsigned: bool = False,
+    trust: Trust = NO_TRUST,
     limits: Limits | None = None,
 ) -> VerifiedBundle:
     """Open and verify the bundle at ``path``; refuse it unless it verified.
 
     Args:
         path: the bundle file.
-        trusted: public keys whose signature makes the bundle trusted.
-        allow_unsigned: accept a bundle that no trusted key verified (unsigned or
-            signed by an unknown key). Integrity problems are refused regardless.
+        trust: the keys whose signature makes the bundle trusted, and whether a
+            bundle none of them verified (unsigned, or signed by an unknown key) is
+            accepted. Integrity problems are refused regardless.
         limits: container reading bounds.
 
     Raises:
         IntegrityError: any integrity problem; or no trusted key verified the signature
-            and ``allow_unsigned`` is false.
+            and ``trust`` does not accept that.
         BundleFormatError: the container itself is malformed.
         OSError: the file cannot be read.
     """
     path = Path(path)
-    opened = open_bundle(path, trusted=trusted, allow_unsigned=allow_unsigned, limits=limits)
+    opened = open_bundle(path, trust=trust, limits=limits)
     rep = opened.report
     if rep.problems or opened.manifest is None:
         raise IntegrityError(
             f"{path}: does not verify ({len(rep.problems)} problem(s)); refused", rep.problems
         )
-    if rep.signature_status != "verified" and not allow_unsigned:
+    if not trust.accepts(rep.signature_status):
         raise IntegrityError(
             f"{path}: signature {rep.signature_status}: no trusted key verified it; refused "
             "(pass the signer's public key, or accept unsigned bundles explicitly)"

@@ -18,7 +18,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from bundler.errors import BundleFormatError, IntegrityError, Problem
 from bundler.format.container import Limits, Member, member_name_problem, read_container
@@ -41,6 +40,7 @@ from bundler.format.manifest import (
     parse_statement,
 )
 from bundler.format.tables import TABLE_FORMAT_VERSION, TABLE_NAMES, arrow_schema
+from bundler.format.trust import NO_TRUST, SignatureStatus, Trust
 
 __all__ = [
     "ExternalCheck",
@@ -119,19 +119,25 @@ class VerifyReport:
     path: str
     format_version: str | None = None
     campaign: dict[str, Any] = field(default_factory=dict)
-    signature_status: str = "unchecked"  # verified | unsigned | invalid | untrusted | unchecked
+    signature_status: SignatureStatus = SignatureStatus.UNCHECKED
     signatures: list[SignatureCheck] = field(default_factory=list)
     members: list[dict[str, Any]] = field(default_factory=list)
     external: list[ExternalCheck] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
-    allow_unsigned: bool = False
+    trust: Trust = NO_TRUST
 
     @property
     def ok(self) -> bool:
-        """True when no problem was found and the signature requirement is met."""
-        if self.problems:
-            return False
-        return self.signature_status == "verified" or self.allow_unsigned
+        """True when no problem was found and the trust accepts the signature status."""
+        return not self.problems and self.trust.accepts(self.signature_status)
+
+    @property
+    def trusted(self) -> bool:
+        """True when no problem was found and a trusted key verified a signature.
+
+        Stricter than :attr:`ok`: a bundle accepted unsigned is ok, never trusted.
+        """
+        return not self.problems and self.signature_status.trusted
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form (``--json``; described in ``specs/bundle-format.md``)."""
@@ -141,7 +147,7 @@ class VerifyReport:
             "format_version": self.format_version,
             "campaign": self.campaign,
             "signature_status": self.signature_status,
-            "allow_unsigned": self.allow_unsigned,
+            "allow_unsigned": self.trust.accept_untrusted,
             "signatures": [
                 {
                     "index": s.index,
@@ -250,17 +256,14 @@ def _parse_payload(report: VerifyReport, payload: bytes, lim: Limits) -> dict[st
 def _check_signatures(
     report: VerifyReport,
     members: dict[str, Member],
-    trusted: Sequence[Ed25519PublicKey],
+    trust: Trust,
     lim: Limits,
 ) -> dict[str, Any] | None:
     env = _read_envelope(report, members, lim)
     if env is None:
         return None
-    # TrustedKeys is a list: pass it as is so the principals come along.
-    report.signatures = verify_envelope(
-        env, trusted if isinstance(trusted, list) else list(trusted)
-    )
-    trusted_ids = {key_id(k) for k in trusted}
+    report.signatures = verify_envelope(env, trust.public_keys, trust.principals)
+    trusted_ids = {key_id(k) for k in trust.public_keys}
     forged = [s for s in report.signatures if not s.valid and s.keyid_hint in trusted_ids]
     for s in forged:
         # The hint is unauthenticated, but a bad signature naming a trusted key is
@@ -274,17 +277,17 @@ def _check_signatures(
             )
         )
     if not env.signatures:
-        report.signature_status = "unsigned"
+        report.signature_status = SignatureStatus.UNSIGNED
     elif forged and not any(s.valid for s in report.signatures):
-        report.signature_status = "invalid"
+        report.signature_status = SignatureStatus.INVALID
     elif any(s.valid for s in report.signatures):
         # Other signatures no trusted key accepts are not problems: countersignatures
         # by parties the verifier does not know are normal.
-        report.signature_status = "verified"
-    elif not trusted:
-        report.signature_status = "unchecked"
+        report.signature_status = SignatureStatus.VERIFIED
+    elif not trust.public_keys:
+        report.signature_status = SignatureStatus.UNCHECKED
     else:
-        report.signature_status = "untrusted"
+        report.signature_status = SignatureStatus.UNTRUSTED
     return _parse_payload(report, env.payload, lim)
 
 
@@ -520,8 +523,7 @@ def _read_manifest(
 def open_bundle(
     path: Path,
     *,
-    trusted: Sequence[Ed25519PublicKey] = (),
-    allow_unsigned: bool = False,
+    trust: Trust = NO_TRUST,
     limits: Limits | None = None,
     keep: Callable[[str], bool] | None = None,
 ) -> OpenedBundle:
@@ -538,7 +540,7 @@ def open_bundle(
         OSError: the file cannot be read.
     """
     lim = limits or Limits()
-    report = VerifyReport(str(path), allow_unsigned=allow_unsigned)
+    report = VerifyReport(str(path), trust=trust)
     if keep is not None:
         # Verification itself reads the envelope, manifest and tables whatever the caller keeps.
         wanted = keep
@@ -548,7 +550,7 @@ def open_bundle(
 
         keep = keep_also_needed
     members = {m.name: m for m in read_container(Path(path), lim, keep=keep)}
-    statement = _check_signatures(report, members, trusted, lim)
+    statement = _check_signatures(report, members, trust, lim)
     manifest = _read_manifest(report, members, lim)
     if manifest is not None:
         report.format_version = manifest["format_version"]
@@ -564,8 +566,7 @@ def open_bundle(
 def check_bundle(
     path: Path,
     *,
-    trusted: Sequence[Ed25519PublicKey] = (),
-    allow_unsigned: bool = False,
+    trust: Trust = NO_TRUST,
     media_dirs: Sequence[Path] = (),
     jobs: int | None = None,
     progress: Callable[[int], None] | None = None,
@@ -578,13 +579,12 @@ def check_bundle(
     try:
         opened = open_bundle(
             path,
-            trusted=trusted,
-            allow_unsigned=allow_unsigned,
+            trust=trust,
             limits=limits,
             keep=needed_for_verify,  # the other members are hashed, never stored
         )
     except BundleFormatError as exc:
-        report = VerifyReport(str(path), allow_unsigned=allow_unsigned)
+        report = VerifyReport(str(path), trust=trust)
         message = exc.message.removeprefix(f"{path}: ")
         report.problems.append(Problem(str(path), None, None, message))
         report.problems.extend(exc.problems)
@@ -598,15 +598,12 @@ def check_bundle(
 def verify_bundle(
     path: Path,
     *,
-    trusted: Sequence[Ed25519PublicKey] = (),
-    allow_unsigned: bool = False,
+    trust: Trust = NO_TRUST,
     media_dirs: Sequence[Path] = (),
     jobs: int | None = None,
 ) -> VerifyReport:
     """Like :func:`check_bundle` but raise :class:`IntegrityError` unless it verified."""
-    report = check_bundle(
-        path, trusted=trusted, allow_unsigned=allow_unsigned, media_dirs=media_dirs, jobs=jobs
-    )
+    report = check_bundle(path, trust=trust, media_dirs=media_dirs, jobs=jobs)
     if not report.ok:
         reason = (
             f"signature {report.signature_status}"

@@ -21,13 +21,13 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from bundler import __version__
 from bundler.errors import BundleFormatError, Problem
 from bundler.format.container import Limits
 from bundler.format.contract import check_bundle_tables
 from bundler.format.tables import TABLE_NAMES, arrow_schema
+from bundler.format.trust import NO_TRUST, Trust
 from bundler.verified import VerifiedBundle, open_verified
 from bundler.verify import OpenedBundle
 from replay.engine.limits import check_content_limits
@@ -261,27 +261,26 @@ def replay(
 
 def replay_bundle(
     path: Path | str,
-    trusted: Sequence[Ed25519PublicKey] = (),
-    allow_unsigned: bool = False,
+    trust: Trust = NO_TRUST,
     limits: Limits | None = None,
 ) -> ReplayResult:
     """Verify the bundle at ``path``, then replay it (statistics only).
 
     Args:
         path: the bundle file.
-        trusted: public keys whose signature makes the bundle trusted.
-        allow_unsigned: replay a bundle no trusted key signed; every section then says
-            UNSIGNED/UNTRUSTED.
+        trust: the keys whose signature makes the bundle trusted; when it accepts
+            unsigned bundles, one no trusted key signed is replayed and every section
+            says UNSIGNED/UNTRUSTED.
         limits: container reading bounds (defaults: ``bundler.format.container.Limits()``).
 
     Returns:
         The structured result; ``.exit_code`` is 0, 4 or 5.
 
     Raises:
-        IntegrityError: tampered, malformed, or (without ``allow_unsigned``) not signed
-            by a trusted key.
+        IntegrityError: tampered, malformed, or not signed by a trusted key (unless
+            ``trust`` accepts that).
         CouldNotRunError: the bundle holds no single accepted attempt.
         OSError: the file cannot be read.
     """
-    verified = open_verified(path, trusted=trusted, allow_unsigned=allow_unsigned, limits=limits)
+    verified = open_verified(path, trust=trust, limits=limits)
     return replay(verified)

@@ -28,6 +28,7 @@ from bundler.errors import (
     EXIT_OK,
     EXIT_UNVERIFIABLE,
 )
+from bundler.format.trust import SignatureStatus
 from replay.sections.attempts import AttemptsResult
 from replay.sections.claims import CONTRADICTED, UNVERIFIABLE, ClaimsResult
 from replay.sections.conformance import ConformanceResult
@@ -116,7 +117,7 @@ class CheckedSection(Protocol):
 class Integrity:
     """What the integrity check established before anything was replayed."""
 
-    signature_status: str  # verified | unsigned | untrusted | unchecked
+    signature_status: SignatureStatus
     verified_by: tuple[str, ...]
     format_version: str | None
     members: int
@@ -127,7 +128,7 @@ class Integrity:
     @property
     def trusted(self) -> bool:
         """True when a trusted key verified the signature."""
-        return self.signature_status == "verified"
+        return self.signature_status.trusted
 
     @property
     def limits(self) -> tuple[str, ...]:

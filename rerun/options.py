@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
+from bundler.format.trust import NO_TRUST, Trust
 from rerun.telemetry import TelemetrySource
 from rerun.watchdog import StopFlag
 
@@ -41,9 +40,9 @@ class RerunOptions:
     ``launch_command`` (the caller's own template), or, only when
     ``run_bundle_launch_command`` says so, from the plan's ``launch``
     templates: a command written by the bundle's author never runs without
-    that opt-in (a dry run may still show it). ``trusted`` and
-    ``allow_unsigned`` are used when the sealed bundle is given as a path (it
-    is then opened with :func:`bundler.verified.open_verified`).
+    that opt-in (a dry run may still show it). ``trust`` is used when the
+    sealed bundle is given as a path (it is then opened with
+    :func:`bundler.verified.open_verified`).
     """
 
     endpoints: Mapping[str, str] = field(default_factory=dict)
@@ -59,8 +58,7 @@ class RerunOptions:
     allow_unverified_commit: bool = False
     reservation_used_s: float = 0.0
     accelerator: str | None = None
-    trusted: Sequence[Ed25519PublicKey] = ()
-    allow_unsigned: bool = False
+    trust: Trust = NO_TRUST
     host: str = "127.0.0.1"
 
 

@@ -153,11 +153,10 @@ def run_rerun(
 ) -> RerunResult:
     """Execute ``bundle``'s frozen plan and write the rerun campaign into ``out_dir``.
 
-    ``bundle`` is a verified bundle, or its path (opened with ``options.trusted``
-    and ``options.allow_unsigned``); ``prepared`` is its :func:`prepare_rerun`
-    with the same options, when the caller already has it. Returns the
-    attempt's result; an interrupted or rejected attempt is a result too
-    (``status``), never an exception.
+    ``bundle`` is a verified bundle, or its path (opened with ``options.trust``);
+    ``prepared`` is its :func:`prepare_rerun` with the same options, when the
+    caller already has it. Returns the attempt's result; an interrupted or
+    rejected attempt is a result too (``status``), never an exception.
 
     Raises:
         IntegrityError: the bundle at the path does not verify, or is not trusted.

@@ -43,11 +43,11 @@ def open_sealed(bundle: Path | VerifiedBundle, options: RerunOptions) -> Verifie
 
     Raises:
         IntegrityError: the bundle does not verify, or no trusted key signed it and
-            ``options.allow_unsigned`` is false.
+            ``options.trust`` does not accept that.
     """
     if isinstance(bundle, VerifiedBundle):
         return bundle
-    return open_verified(bundle, trusted=options.trusted, allow_unsigned=options.allow_unsigned)
+    return open_verified(bundle, trust=options.trust)
 
 
 def table_rows(bundle: VerifiedBundle, name: str, columns: Sequence[str]) -> list[dict[str, Any]]:

@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bundler.format.trust import Trust
 from reprobundle.cli.main import main
 from tests.conftest import Keys, make_keys
 from tests.replay_factory import Files, build, seed_like
@@ -264,7 +265,7 @@ def test_markdown_report_neither_mentions_nor_links(
     f.tables["not_claimed"][0]["note"] = text
     f.campaign["title"] = text
     bundle = f.seal(work, author.private)
-    md = render_bundle(bundle, "md", trusted=[author.public]).text
+    md = render_bundle(bundle, "md", trust=Trust.keys([author.public])).text
     plain = _outside_code(md)
     assert not _LIVE_MENTION.search(plain), plain
     assert not _LIVE_LINK.search(plain), plain

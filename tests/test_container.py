@@ -15,6 +15,7 @@ import zstandard
 
 from bundler.errors import BundleFormatError
 from bundler.format.container import Limits, read_container, write_container
+from bundler.format.trust import Trust
 from bundler.verify import check_bundle
 
 
@@ -160,7 +161,7 @@ def test_member_count_bound(tmp_path: Path) -> None:
 
 def test_verify_reports_crafted_archive_as_problem_not_traceback(tmp_path: Path) -> None:
     p = craft(tmp_path / "bad.bundle", [("../x", b"", REG)])
-    report = check_bundle(p, allow_unsigned=True)
+    report = check_bundle(p, trust=Trust.allow_unsigned())
     assert not report.ok
     assert any("climbs out" in pr.message for pr in report.problems)
 

@@ -52,13 +52,14 @@ import sys
 from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from bundler.seal import seal_campaign
+from bundler.format.trust import Trust
 from bundler.verify import verify_bundle
 from replay.api import replay_bundle
 key = Ed25519PrivateKey.generate()
 out = Path({str(tmp_path)!r}) / "s.bundle"
 seal_campaign(Path({str(ROOT / "samples" / "h3-ref2va-5s")!r}), out, keys=[key], force=True)
-verify_bundle(out, trusted=[key.public_key()])
-r = replay_bundle(out, trusted=[key.public_key()])
+verify_bundle(out, trust=Trust.keys([key.public_key()]))
+r = replay_bundle(out, trust=Trust.keys([key.public_key()]))
 assert r.exit_code == 0, r.outcome
 loaded = sorted(m for m in ("torch", "torchvision", "lpips", "av", "ray", "matplotlib")
                 if m in sys.modules)
@@ -97,13 +98,15 @@ import sys
 from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from bundler.seal import seal_campaign
+from bundler.format.trust import Trust
 from bundler.verified import open_verified
 from replay.media import rescore_bundle
 key = Ed25519PrivateKey.generate()
 out = Path({str(tmp_path)!r}) / "m.bundle"
 sample = Path({str(ROOT / "samples" / "media-mini")!r})
 seal_campaign(sample, out, keys=[key])
-r = rescore_bundle(open_verified(out, trusted=[key.public_key()]), [sample / "media"], jobs=2)
+bundle = open_verified(out, trust=Trust.keys([key.public_key()]))
+r = rescore_bundle(bundle, [sample / "media"], jobs=2)
 assert len(r.comparisons) == 3
 print("ray" in sys.modules)
 """

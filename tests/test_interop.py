@@ -32,6 +32,7 @@ from bundler.format.container import read_container, write_container
 from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, parse_envelope, sign_payload
 from bundler.format.keys import key_id
 from bundler.format.manifest import ENVELOPE_NAME, MANIFEST_NAME
+from bundler.format.trust import Trust
 from bundler.verify import check_bundle
 from tests.conftest import Keys, make_keys
 
@@ -121,12 +122,12 @@ def test_bundles_with_the_old_urn_predicate_type_still_verify(
     old = _with_predicate_type(
         sealed, keys, "urn:reprobundle:predicate:bundle:v1", tmp_path / "old.bundle"
     )
-    rep = check_bundle(old, trusted=[keys.public])
+    rep = check_bundle(old, trust=Trust.keys([keys.public]))
     assert rep.ok, rep.problems
     other = _with_predicate_type(
         sealed, keys, "https://reprobundle.invalid/predicate/bundle/v2", tmp_path / "v2.bundle"
     )
-    rep = check_bundle(other, trusted=[keys.public])
+    rep = check_bundle(other, trust=Trust.keys([keys.public]))
     assert not rep.ok
     assert any("unknown predicateType" in p.message for p in rep.problems)
     assert key_id(keys.public) == keys.key_id

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bundler.format.trust import Trust
 from bundler.inventory import INVENTORY_NAME, check_inventory, tree_digest
 from bundler.seal import seal_campaign
 from tests.campaign_builder import write_campaign
@@ -34,10 +35,10 @@ def _root(tmp_path: Path, keys: Keys) -> Path:
 
 def test_fix_registers_then_everything_is_consistent(tmp_path: Path, keys: Keys) -> None:
     root = _root(tmp_path, keys)
-    first = check_inventory(root, trusted=[keys.public])
+    first = check_inventory(root, trust=Trust.keys([keys.public]))
     assert sorted(first.unregistered) == ["mini-campaign", "mini.bundle"]
     assert not first.ok
-    fixed = check_inventory(root, trusted=[keys.public], fix=True)
+    fixed = check_inventory(root, trust=Trust.keys([keys.public]), fix=True)
     assert {e["path"] for e in fixed.added} == {"mini-campaign", "mini.bundle"}
     register = json.loads((root / INVENTORY_NAME).read_text())
     by_path = {e["path"]: e for e in register["entries"]}
@@ -50,7 +51,7 @@ def test_fix_registers_then_everything_is_consistent(tmp_path: Path, keys: Keys)
         by_path["mini.bundle"]["sha256"]
         == hashlib.sha256((root / "mini.bundle").read_bytes()).hexdigest()
     )
-    again = check_inventory(root, trusted=[keys.public])
+    again = check_inventory(root, trust=Trust.keys([keys.public]))
     assert again.ok, again.to_dict()
 
 
@@ -58,7 +59,7 @@ def test_external_weights_absent_locally_are_external_not_missing(
     tmp_path: Path, keys: Keys
 ) -> None:
     root = _root(tmp_path, keys)
-    rep = check_inventory(root, trusted=[keys.public], fix=True)
+    rep = check_inventory(root, trust=Trust.keys([keys.public]), fix=True)
     classes = {(a["entry"], a["path"]): a["class"] for a in rep.artifacts}
     assert classes == {
         ("mini.bundle", WEIGHTS["path"]): "external",
@@ -71,12 +72,12 @@ def test_external_weights_absent_locally_are_external_not_missing(
 
 def test_changed_bundle_and_missing_entry_are_reported(tmp_path: Path, keys: Keys) -> None:
     root = _root(tmp_path, keys)
-    check_inventory(root, trusted=[keys.public], fix=True)
+    check_inventory(root, trust=Trust.keys([keys.public]), fix=True)
     data = bytearray((root / "mini.bundle").read_bytes())
     data[-10] ^= 0x01
     (root / "mini.bundle").write_bytes(bytes(data))
     shutil.rmtree(root / "mini-campaign")
-    rep = check_inventory(root, trusted=[keys.public], fix=True)
+    rep = check_inventory(root, trust=Trust.keys([keys.public]), fix=True)
     assert [m["path"] for m in rep.mismatched] == ["mini.bundle"]
     assert rep.missing == ["mini-campaign"]
     assert [v["ok"] for v in rep.verify] == [False]
@@ -124,7 +125,7 @@ def test_fix_registers_good_entries_and_reports_each_bad_one(tmp_path: Path, key
     (root / "broken-campaign" / "campaign.json").write_text("{not json")
     (root / "list-campaign").mkdir()
     (root / "list-campaign" / "campaign.json").write_text("[1, 2]")
-    rep = check_inventory(root, trusted=[keys.public], fix=True)
+    rep = check_inventory(root, trust=Trust.keys([keys.public]), fix=True)
     assert {e["path"] for e in rep.added} == {"mini-campaign", "mini.bundle"}
     bad = {b["path"]: b["problem"] for b in rep.invalid}
     assert set(bad) == {"broken-campaign", "junk.bundle", "list-campaign", "truncated.bundle"}
@@ -178,7 +179,7 @@ def test_artifact_paths_outside_root_are_refused_never_read(tmp_path: Path) -> N
     _campaign_with_artifacts(root, rows)
     (camp / "linked.bin").symlink_to(secret)
     (camp / "here.bin").write_bytes(b"inside")
-    rep = check_inventory(root, allow_unsigned=True)
+    rep = check_inventory(root, trust=Trust.allow_unsigned())
     got = {a["path"]: (a["class"], a.get("detail")) for a in rep.artifacts}
     assert got[str(secret)] == ("refused", "unacceptable path: absolute path")
     assert got["../../outside.bin"] == ("refused", "unacceptable path: path climbs out with '..'")
@@ -193,19 +194,19 @@ def test_top_level_symlinks_are_not_followed(tmp_path: Path, keys: Keys) -> None
     elsewhere = write_campaign(tmp_path / "elsewhere")
     (root / "linked-campaign").symlink_to(elsewhere, target_is_directory=True)
     (root / "linked.bundle").symlink_to(root / "mini.bundle")
-    rep = check_inventory(root, trusted=[keys.public], fix=True)
+    rep = check_inventory(root, trust=Trust.keys([keys.public]), fix=True)
     assert {"linked-campaign", "linked.bundle"} <= set(rep.unclassified)
     assert {e["path"] for e in rep.added} == {"mini-campaign", "mini.bundle"}
 
 
 def test_allow_unsigned_entries_say_untrusted(tmp_path: Path, keys: Keys) -> None:
     root = _root(tmp_path, keys)
-    check_inventory(root, allow_unsigned=True, fix=True)
-    rep = check_inventory(root, allow_unsigned=True)
+    check_inventory(root, trust=Trust.allow_unsigned(), fix=True)
+    rep = check_inventory(root, trust=Trust.allow_unsigned())
     assert rep.ok
     assert [(v["ok"], v["trusted"]) for v in rep.verify] == [(True, False)]
     cmd = [sys.executable, "-m", "reprobundle.cli", "inventory", str(root), "--allow-unsigned"]
     out = subprocess.run(cmd, capture_output=True, text=True).stdout
     assert "verify      mini.bundle: intact, UNTRUSTED (signature unchecked)" in out
-    trusted = check_inventory(root, trusted=[keys.public])
+    trusted = check_inventory(root, trust=Trust.keys([keys.public]))
     assert [(v["ok"], v["trusted"]) for v in trusted.verify] == [(True, True)]

@@ -21,6 +21,7 @@ from bundler._internal import jcs
 from bundler.format.container import read_container, write_container
 from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
 from bundler.format.manifest import ENVELOPE_NAME, MANIFEST_NAME, build_statement
+from bundler.format.trust import Trust
 from bundler.verify import check_bundle
 from reprobundle.cli.main import main
 from tests.conftest import Keys
@@ -69,7 +70,7 @@ def _external_twice(doc: dict[str, Any]) -> None:
 
 def test_a_member_listed_twice_is_refused(sealed: Path, keys: Keys, tmp_path: Path) -> None:
     bad = _resign_with(sealed, tmp_path / "dup.bundle", keys, _bogus_first_entry)
-    rep = check_bundle(bad, trusted=[keys.public])
+    rep = check_bundle(bad, trust=Trust.keys([keys.public]))
     assert rep.signature_status == "verified"  # the signature is not what fails it
     assert not rep.ok
     dup = [p for p in rep.problems if p.where == "campaign.json" and p.field == "path"]
@@ -81,7 +82,7 @@ def test_an_external_artifact_listed_twice_is_refused(
     sealed: Path, keys: Keys, tmp_path: Path
 ) -> None:
     bad = _resign_with(sealed, tmp_path / "ext.bundle", keys, _external_twice)
-    rep = check_bundle(bad, trusted=[keys.public])
+    rep = check_bundle(bad, trust=Trust.keys([keys.public]))
     assert rep.signature_status == "verified"
     assert not rep.ok
     assert [(p.where, p.field) for p in rep.problems] == [("external:raw/run.log", "path")]
@@ -97,4 +98,4 @@ def test_cli_exits_1_naming_the_member(sealed: Path, keys: Keys, tmp_path: Path)
 def test_the_unedited_bundle_still_verifies(sealed: Path, keys: Keys, tmp_path: Path) -> None:
     # The same re-signing path without a duplicate: the refusal above is the duplicate's.
     same = _resign_with(sealed, tmp_path / "same.bundle", keys, lambda doc: None)
-    assert check_bundle(same, trusted=[keys.public]).ok
+    assert check_bundle(same, trust=Trust.keys([keys.public])).ok

@@ -29,6 +29,7 @@ pytest.importorskip("av")
 import lpips
 import torch
 
+from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
 from bundler.verified import VerifiedBundle, open_verified
 from replay.media import DeviceError, rescore_bundle
@@ -61,7 +62,7 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> VerifiedBundle:
     d = tmp_path_factory.mktemp("sealed")
     keys = make_keys(d)
     seal_campaign(SAMPLE, d / "mini.bundle", keys=[keys.private])
-    return open_verified(d / "mini.bundle", trusted=[keys.public])
+    return open_verified(d / "mini.bundle", trust=Trust.keys([keys.public]))
 
 
 def test_generated_weights_are_the_ones_the_sample_scorer_names(weights: Path) -> None:

@@ -24,6 +24,7 @@ pytest.importorskip("lpips", reason="the [lpips] extra is not installed")
 
 import torch
 
+from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
 from bundler.verified import VerifiedBundle, open_verified
 from replay.media import rescore_bundle
@@ -53,7 +54,7 @@ def sealed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, VerifiedBund
     d = tmp_path_factory.mktemp("sealed")
     keys = make_keys(d)
     seal_campaign(SAMPLE, d / "mini.bundle", keys=[keys.private])
-    return d / "mini.bundle", open_verified(d / "mini.bundle", trusted=[keys.public])
+    return d / "mini.bundle", open_verified(d / "mini.bundle", trust=Trust.keys([keys.public]))
 
 
 def test_batch_rules_by_hand() -> None:

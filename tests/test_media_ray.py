@@ -30,6 +30,7 @@ pytest.importorskip("lpips", reason="the [lpips] extra is not installed")
 
 import ray
 
+from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
 from bundler.verified import VerifiedBundle, open_verified
 from replay.media import MediaProgress, MediaReplayResult, rescore_bundle
@@ -79,7 +80,7 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> VerifiedBundle:
     d = tmp_path_factory.mktemp("sealed")
     keys = make_keys(d)
     seal_campaign(SAMPLE, d / "mini.bundle", keys=[keys.private])
-    return open_verified(d / "mini.bundle", trusted=[keys.public])
+    return open_verified(d / "mini.bundle", trust=Trust.keys([keys.public]))
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ import pytest
 
 pytest.importorskip("av")
 
+from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
 from bundler.verified import VerifiedBundle, open_verified
 from replay.media import (
@@ -41,7 +42,7 @@ def seal(campaign: Path, out_dir: Path) -> VerifiedBundle:
     keys = make_keys(out_dir, "author")
     out = out_dir / f"{campaign.name}.bundle"
     seal_campaign(campaign, out, keys=[keys.private])
-    bundle = open_verified(out, trusted=[keys.public])
+    bundle = open_verified(out, trust=Trust.keys([keys.public]))
     assert bundle.trusted
     return bundle
 

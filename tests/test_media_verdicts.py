@@ -20,6 +20,7 @@ import pytest
 
 pytest.importorskip("av")
 
+from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
 from bundler.verified import VerifiedBundle, open_verified
 from replay.media import MediaReplayResult, format_report, rescore_bundle, score_pair
@@ -46,7 +47,7 @@ def variant(tmp: Path, edit: Callable[[Path], None]) -> tuple[Path, VerifiedBund
     edit(camp)
     keys = make_keys(tmp, "author")
     seal_campaign(camp, tmp / "v.bundle", keys=[keys.private])
-    return camp, open_verified(tmp / "v.bundle", trusted=[keys.public])
+    return camp, open_verified(tmp / "v.bundle", trust=Trust.keys([keys.public]))
 
 
 def corrupt_candidate(camp: Path) -> None:
@@ -242,7 +243,7 @@ def test_not_reproduced_and_failing_is_a_gate_failure_too(tmp_path: Path) -> Non
 def test_reasons_name_comparison_arm_and_gate(tmp_path: Path) -> None:
     keys = make_keys(tmp_path, "author")
     seal_campaign(SAMPLE, tmp_path / "m.bundle", keys=[keys.private])
-    bundle = open_verified(tmp_path / "m.bundle", trusted=[keys.public])
+    bundle = open_verified(tmp_path / "m.bundle", trust=Trust.keys([keys.public]))
     r = rescore_bundle(bundle, [SAMPLE / "media"])
     fails = r.failures()
     # By the sample's design: cmp-02's candidate and both arms of cmp-03 carry 0.5 s of
@@ -272,7 +273,7 @@ def test_reasons_name_comparison_arm_and_gate(tmp_path: Path) -> None:
 def test_absent_media_are_gaps_and_a_changed_file_is_an_integrity_failure(tmp_path: Path) -> None:
     keys = make_keys(tmp_path, "author")
     seal_campaign(SAMPLE, tmp_path / "m.bundle", keys=[keys.private])
-    bundle = open_verified(tmp_path / "m.bundle", trusted=[keys.public])
+    bundle = open_verified(tmp_path / "m.bundle", trust=Trust.keys([keys.public]))
     empty = tmp_path / "empty"
     empty.mkdir()
     r = rescore_bundle(bundle, [empty], comparison_ids=["cmp-01"])

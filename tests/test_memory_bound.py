@@ -58,6 +58,7 @@ import pytest
 import zstandard
 
 from bundler.format.container import Limits, read_container
+from bundler.format.trust import Trust
 from bundler.verify import check_bundle, json_cost
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -566,7 +567,7 @@ def test_json_cost_is_above_what_parsing_takes() -> None:
 
 def test_manifest_over_the_json_cost_bound_is_a_problem(tmp_path: Path) -> None:
     p = _bundle(tmp_path / "m.bundle", [("manifest.json", _json_bomb(64 << 10))])
-    report = check_bundle(p, allow_unsigned=True, limits=Limits(max_json_cost=1 << 20))
+    report = check_bundle(p, trust=Trust.allow_unsigned(), limits=Limits(max_json_cost=1 << 20))
     assert any(
         pr.where == "manifest.json" and "over the reader's 1,048,576-byte bound" in pr.message
         for pr in report.problems
@@ -576,13 +577,17 @@ def test_manifest_over_the_json_cost_bound_is_a_problem(tmp_path: Path) -> None:
 def test_sample_verifies_with_tables_spilled(sealed: Path) -> None:
     # Every member over 1 KiB goes to the spill file: same verdict as in memory.
     report = check_bundle(
-        sealed, allow_unsigned=True, limits=Limits(inline_member_bytes=1024, inline_total_bytes=0)
+        sealed,
+        trust=Trust.allow_unsigned(),
+        limits=Limits(inline_member_bytes=1024, inline_total_bytes=0),
     )
     assert report.ok, report.problems
 
 
 def test_parquet_footer_over_the_bound_is_a_problem(sealed: Path) -> None:
-    report = check_bundle(sealed, allow_unsigned=True, limits=Limits(max_parquet_footer_bytes=64))
+    report = check_bundle(
+        sealed, trust=Trust.allow_unsigned(), limits=Limits(max_parquet_footer_bytes=64)
+    )
     assert not report.ok
     assert any(
         "footer of" in pr.message and "64-byte bound" in pr.message for pr in report.problems

@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from bundler._internal.schemas import load_schema
 from bundler.errors import IntegrityError
 from bundler.format.container import read_container, write_container
+from bundler.format.trust import Trust
 from replay.api import replay_bundle
 from replay.engine.exact import Root, group_sums, round_half_even
 from replay.report.json_view import result_to_dict
@@ -69,7 +70,7 @@ def test_tampered_number_is_refused_before_any_statistic(
     pq.write_table(table, buf)
     bad = repack(bundle, tmp_path / "bad.bundle", "tables/receipts.parquet", buf.getvalue())
     with pytest.raises(IntegrityError) as info:
-        replay_bundle(bad, trusted=[keys.public])
+        replay_bundle(bad, trust=Trust.keys([keys.public]))
     assert any(p.where == "tables/receipts.parquet" for p in info.value.problems)
     code, out = run(str(bad), "--key", str(keys.public_path), "--json")
     assert code == 1
@@ -84,7 +85,7 @@ def test_unsigned_and_untrusted_are_refused_unless_allowed(tmp_path: Path, keys:
     other = build(seed_like()).seal(tmp_path, Ed25519PrivateKey.generate(), "other")
     for b in (unsigned, other):
         with pytest.raises(IntegrityError):
-            replay_bundle(b, trusted=[keys.public])
+            replay_bundle(b, trust=Trust.keys([keys.public]))
         assert run(str(b), "--key", str(keys.public_path))[0] == 1
     code, out = run(str(unsigned), "--allow-unsigned", "--json")
     assert code == 0
@@ -114,7 +115,7 @@ def test_usage_and_io_errors(tmp_path: Path, keys: Keys) -> None:
 
 def test_honest_campaign_is_confirmed_with_hand_derived_figures(tmp_path: Path, keys: Keys) -> None:
     bundle = build(seed_like()).seal(tmp_path, keys.private)
-    r = replay_bundle(bundle, trusted=[keys.public])
+    r = replay_bundle(bundle, trust=Trust.keys([keys.public]))
     assert r.exit_code == 0, (r.failures(), r.gaps())
     assert {c.status for c in r.claims.checks} == {CONFIRMED}
     base = r.latency.arm("baseline")
@@ -164,7 +165,7 @@ def test_other_attempts_rows_are_counted_and_proved_absent(tmp_path: Path, keys:
     spec = seed_like()
     spec.rejected = with_rejected()
     files = build(spec)
-    r = replay_bundle(files.seal(tmp_path, keys.private), trusted=[keys.public])
+    r = replay_bundle(files.seal(tmp_path, keys.private), trust=Trust.keys([keys.public]))
     rejected = next(a for a in r.attempts.attempts if a.attempt_id == "rejected-1")
     # 2 warmups + 3 measured on candidate-r, the factory's defaults.
     assert rejected.receipts_by_phase == {"warmup": 2, "measured": 3}
@@ -191,7 +192,7 @@ def test_a_claim_may_name_another_attempt(tmp_path: Path, keys: Keys) -> None:
             "unit": "s",
         }
     )
-    r = replay_bundle(files.seal(tmp_path, keys.private), trusted=[keys.public])
+    r = replay_bundle(files.seal(tmp_path, keys.private), trust=Trust.keys([keys.public]))
     c = r.claims.by_id("rejected-mean")
     assert (c.status, c.attempt) == (CONFIRMED, "rejected-1")
 
@@ -211,7 +212,7 @@ def test_missing_evidence_makes_a_claim_unverifiable(tmp_path: Path, keys: Keys)
             "unit": "s",
         },
     ]
-    r = replay_bundle(files.seal(tmp_path, keys.private), trusted=[keys.public])
+    r = replay_bundle(files.seal(tmp_path, keys.private), trust=Trust.keys([keys.public]))
     ghost = r.claims.by_id("ghost-server")
     assert ghost.status == UNVERIFIABLE
     assert "baseline-9" in (ghost.explanation or "")
@@ -240,7 +241,7 @@ def test_claims_round_the_recomputed_double_exactly(tmp_path: Path, keys: Keys) 
                 "unit": "1",
             }
         )
-    r = replay_bundle(files.seal(tmp_path, keys.private), trusted=[keys.public])
+    r = replay_bundle(files.seal(tmp_path, keys.private), trust=Trust.keys([keys.public]))
     assert r.claims.by_id("flow-267").status == CONFIRMED
     wrong = r.claims.by_id("flow-268")
     assert (wrong.status, wrong.recomputed) == (CONTRADICTED, "2.67")
@@ -262,7 +263,7 @@ def test_exact_helpers_against_hand_values() -> None:
 
 def test_json_sections_all_present(tmp_path: Path, keys: Keys) -> None:
     bundle = build(seed_like()).seal(tmp_path, keys.private)
-    doc = result_to_dict(replay_bundle(bundle, trusted=[keys.public]))
+    doc = result_to_dict(replay_bundle(bundle, trust=Trust.keys([keys.public])))
     assert set(SECTIONS) <= set(doc)
     assert doc["headline"][0].startswith("CONFIRMED")
 
@@ -270,7 +271,7 @@ def test_json_sections_all_present(tmp_path: Path, keys: Keys) -> None:
 def test_wrong_count_is_contradicted_without_a_rounding_excuse(tmp_path: Path, keys: Keys) -> None:
     files = build(seed_like())
     files.claim("requests")["value"] = "27"  # 4 servers x (2 + 3) + 6 quality = 26
-    r = replay_bundle(files.seal(tmp_path, keys.private), trusted=[keys.public])
+    r = replay_bundle(files.seal(tmp_path, keys.private), trust=Trust.keys([keys.public]))
     c = r.claims.by_id("requests")
     assert (c.status, c.recomputed) == (CONTRADICTED, "26")
     assert c.explanation == "the claimed value does not follow from the tables"
@@ -289,7 +290,7 @@ def test_requires_scorer_adds_a_requirement_but_cannot_waive_one(
             g["requires_scorer"] = False  # an attempted waiver
         if g["metric"] == "audio_spectral_cosine":
             g["requires_scorer"] = True  # frozen as needing one, whatever its definition
-    r = replay_bundle(build(spec).seal(tmp_path, keys.private), trusted=[keys.public])
+    r = replay_bundle(build(spec).seal(tmp_path, keys.private), trust=Trust.keys([keys.public]))
     verdicts = {(c.metric, c.verdict) for c in r.quality.checks}
     assert verdicts == {
         ("lpips", "unattested"),

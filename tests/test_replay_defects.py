@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from bundler.format.trust import Trust
 from replay.api import replay_bundle
 from replay.report.json_view import result_to_dict
 from replay.result import ReplayResult
@@ -28,7 +29,7 @@ def key() -> Ed25519PrivateKey:
 
 
 def replay(files: Files, tmp_path: Path, key: Ed25519PrivateKey) -> ReplayResult:
-    return replay_bundle(files.seal(tmp_path, key), trusted=[key.public_key()])
+    return replay_bundle(files.seal(tmp_path, key), trust=Trust.keys([key.public_key()]))
 
 
 def deviations(r: ReplayResult) -> set[tuple[str, str]]:

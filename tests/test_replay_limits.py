@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from bundler.errors import BundleFormatError
 from bundler.format.container import ContentLimits
+from bundler.format.trust import Trust
 from bundler.verified import open_verified
 from replay.engine.limits import check_content_limits
 from tests.hostile_content import hostile_bundle as build_hostile
@@ -76,7 +77,9 @@ def test_hostile_content_is_refused_up_front(
 
 
 def test_fifty_thousand_arms_name_every_limit(tmp_path: Path) -> None:
-    bundle = open_verified(many_arms(tmp_path / "a.bundle", KEY), trusted=[KEY.public_key()])
+    bundle = open_verified(
+        many_arms(tmp_path / "a.bundle", KEY), trust=Trust.keys([KEY.public_key()])
+    )
     campaign = bundle.document("campaign.json") or {}
     with pytest.raises(BundleFormatError) as err:
         check_content_limits(bundle.members, campaign)
@@ -127,7 +130,7 @@ def test_distinct_servers_and_gate_checks_are_bounded(tmp_path: Path) -> None:
         KEY,
         {"tables/comparisons.parquet": comparisons, "tables/gates.parquet": gates},
     )
-    bundle = open_verified(path, trusted=[KEY.public_key()])
+    bundle = open_verified(path, trust=Trust.keys([KEY.public_key()]))
     campaign = bundle.document("campaign.json") or {}
     check_content_limits(bundle.members, campaign)  # within the defaults
     # Gate evaluations by hand: g1 and g2 each see 2 lpips values, g3 no psnr value: 4.

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bundler.format.tables import rows_to_table
+from bundler.format.trust import SignatureStatus, Trust
 from replay.api import replay_bundle, replay_inputs
 from replay.inputs import ReplayInputs
 from replay.result import Integrity, ReplayResult
@@ -71,7 +72,7 @@ def campaigns(draw: st.DrawFn) -> Spec:
     return Spec(servers, comparisons, [dict(g) for g in DEFAULT_GATES])
 
 
-INTEGRITY = Integrity("verified", ("test key",), "1", 0, 0, {}, {})
+INTEGRITY = Integrity(SignatureStatus.VERIFIED, ("test key",), "1", 0, 0, {}, {})
 
 
 def inputs_of(files: Files, rng: random.Random | None = None) -> ReplayInputs:
@@ -154,7 +155,7 @@ def test_percent_lower_and_speedup_agree(spec: Spec) -> None:
 def test_honest_claims_are_all_confirmed(spec: Spec) -> None:
     files = build(spec)
     with tempfile.TemporaryDirectory() as d:
-        r = replay_bundle(files.seal(Path(d), None), allow_unsigned=True)
+        r = replay_bundle(files.seal(Path(d), None), trust=Trust.allow_unsigned())
     not_confirmed = [c for c in r.claims.checks if c.status != CONFIRMED]
     assert not not_confirmed
     assert len(r.claims.checks) == len(files.tables["claims"])

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
 from replay.api import replay_bundle
 from replay.engine.exact import Exact, round_half_even
@@ -51,7 +52,7 @@ def sealed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Ed2551
 @pytest.fixture(scope="module")
 def result(sealed: tuple[Path, Path, Ed25519PrivateKey]) -> ReplayResult:
     bundle, _, key = sealed
-    return replay_bundle(bundle, trusted=[key.public_key()])
+    return replay_bundle(bundle, trust=Trust.keys([key.public_key()]))
 
 
 def cents(value: Exact | None) -> Decimal:

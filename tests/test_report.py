@@ -22,6 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from bundler.errors import CouldNotRunError, IntegrityError, UsageError
+from bundler.format.trust import Trust
 from bundler.lint_text import find_closing_references
 from bundler.seal import seal_campaign
 from replay.report.html.render import render_bundle
@@ -230,7 +231,7 @@ def seed(tmp_path_factory: pytest.TempPathFactory) -> Sealed:
 
 @pytest.fixture(scope="module")
 def seed_html(seed: Sealed) -> str:
-    return render_bundle(seed.path, "html", trusted=[seed.keys.public]).text
+    return render_bundle(seed.path, "html", trust=Trust.keys([seed.keys.public])).text
 
 
 @pytest.fixture(scope="module")
@@ -240,7 +241,7 @@ def seed_page(seed_html: str) -> Page:
 
 @pytest.fixture(scope="module")
 def seed_md(seed: Sealed) -> str:
-    return render_bundle(seed.path, "md", trusted=[seed.keys.public]).text
+    return render_bundle(seed.path, "md", trust=Trust.keys([seed.keys.public])).text
 
 
 def _hostile_sources(d: Path) -> None:
@@ -495,16 +496,16 @@ def test_output_is_byte_identical_across_runs_and_paths(
     copy = tmp_path / "elsewhere" / seed.path.name
     copy.parent.mkdir()
     shutil.copyfile(seed.path, copy)
-    assert render_bundle(copy, "html", trusted=[seed.keys.public]).text == seed_html
-    assert render_bundle(copy, "md", trusted=[seed.keys.public]).text == seed_md
+    assert render_bundle(copy, "html", trust=Trust.keys([seed.keys.public])).text == seed_html
+    assert render_bundle(copy, "md", trust=Trust.keys([seed.keys.public])).text == seed_md
 
 
 # ----------------------------------------------------------------------------- hostile text
 
 
 def test_closing_syntax_in_a_source_row_is_neutralized_and_flagged(hostile: Sealed) -> None:
-    html = render_bundle(hostile.path, "html", trusted=[hostile.keys.public]).text
-    md = render_bundle(hostile.path, "md", trusted=[hostile.keys.public]).text
+    html = render_bundle(hostile.path, "html", trust=Trust.keys([hostile.keys.public])).text
+    md = render_bundle(hostile.path, "md", trust=Trust.keys([hostile.keys.public])).text
     assert find_closing_references(html) == []
     assert find_closing_references(md) == []
     page = parse_page(html)
@@ -524,14 +525,14 @@ def test_closing_syntax_in_a_source_row_is_neutralized_and_flagged(hostile: Seal
 
 
 def test_markup_in_bundle_text_is_escaped(hostile: Sealed) -> None:
-    html = render_bundle(hostile.path, "html", trusted=[hostile.keys.public]).text
+    html = render_bundle(hostile.path, "html", trust=Trust.keys([hostile.keys.public])).text
     page = parse_page(html)
     assert "script" not in {t for t, _ in page.elements}
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     row = next(r for r in page.table("sources-table") if r[0].text == "multi-video-correction")
     assert row[1].text == "<script>alert(1)</script> | **bold** [x](https://example.invalid)"
     assert not [a for t, a in page.elements if t == "a" and "example.invalid" in a.get("href", "")]
-    md = render_bundle(hostile.path, "md", trusted=[hostile.keys.public]).text
+    md = render_bundle(hostile.path, "md", trust=Trust.keys([hostile.keys.public])).text
     line = next(x for x in md.splitlines() if "multi-video-correction" in x)
     # The bare URL is a code span too: GitHub would otherwise make it a live link.
     assert "\\<script\\>alert(1)\\</script\\> \\| \\*\\*bold\\*\\* \\[x\\](`https://" in line
@@ -547,7 +548,7 @@ def test_contradicted_claim_shows_claimed_and_recomputed(tmp_path: Path) -> None
         (d / "claims.json").write_text(json.dumps(claims))
 
     s = seal(edited_seed(tmp_path, edit), tmp_path / "out")
-    rendered = render_bundle(s.path, "html", trusted=[s.keys.public])
+    rendered = render_bundle(s.path, "html", trust=Trust.keys([s.keys.public]))
     assert rendered.result.exit_code == 4
     page = parse_page(rendered.text)
     row = next(r for r in page.table("claims-table") if r[1].text == "arm-mean-baseline")
@@ -559,7 +560,7 @@ def test_contradicted_claim_shows_claimed_and_recomputed(tmp_path: Path) -> None
 
 def test_without_a_scorer_identity_lpips_is_unattested(tmp_path: Path) -> None:
     s = seal(edited_seed(tmp_path, lambda d: (d / "scorer.json").unlink()), tmp_path / "out")
-    rendered = render_bundle(s.path, "md", trusted=[s.keys.public])
+    rendered = render_bundle(s.path, "md", trust=Trust.keys([s.keys.public]))
     assert rendered.result.exit_code == 5
     assert "## Scorer identity (absent)" in rendered.text
     assert "unverifiable" in rendered.text
@@ -571,8 +572,8 @@ def test_untrusted_bundles_are_refused_or_marked(seed: Sealed, tmp_path: Path) -
         render_bundle(seed.path, "md")
     other = make_keys(tmp_path, "stranger")
     with pytest.raises(IntegrityError, match="untrusted"):
-        render_bundle(seed.path, "md", trusted=[other.public])
-    md = render_bundle(seed.path, "md", allow_unsigned=True).text
+        render_bundle(seed.path, "md", trust=Trust.keys([other.public]))
+    md = render_bundle(seed.path, "md", trust=Trust.allow_unsigned()).text
     assert "UNSIGNED/UNTRUSTED" in md
     # Every replayed section's evidence limit leads with the trust note.
     assert md.count("- UNSIGNED/UNTRUSTED: no trusted key verified") >= 8
@@ -593,7 +594,7 @@ def test_a_tampered_bundle_gets_no_report(seed: Sealed, tmp_path: Path) -> None:
 
 def test_unknown_format_is_a_usage_error(seed: Sealed) -> None:
     with pytest.raises(UsageError, match="unknown report format"):
-        render_bundle(seed.path, "pdf", trusted=[seed.keys.public])
+        render_bundle(seed.path, "pdf", trust=Trust.keys([seed.keys.public]))
 
 
 def test_markdown_needs_no_matplotlib(
@@ -603,9 +604,9 @@ def test_markdown_needs_no_matplotlib(
     for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    assert render_bundle(seed.path, "md", trusted=[seed.keys.public]).text == seed_md
+    assert render_bundle(seed.path, "md", trust=Trust.keys([seed.keys.public])).text == seed_md
     with pytest.raises(CouldNotRunError, match=r"pip install 'matplotlib>=3.8'"):
-        render_bundle(seed.path, "html", trusted=[seed.keys.public])
+        render_bundle(seed.path, "html", trust=Trust.keys([seed.keys.public]))
 
 
 # ----------------------------------------------------------------------------- the command

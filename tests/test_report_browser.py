@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from bundler.format.trust import Trust
 from replay.report.html.render import render_bundle
 from tests.test_report import SECTIONS, SEED, Sealed, parse_page, seal
 
@@ -64,7 +65,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str, 
     tmp = tmp_path_factory.mktemp("browser")
     sealed: Sealed = seal(SEED, tmp / "seed")
     page = tmp / "report.html"
-    page.write_text(render_bundle(sealed.path, "html", trusted=[sealed.keys.public]).text)
+    page.write_text(render_bundle(sealed.path, "html", trust=Trust.keys([sealed.keys.public])).text)
     shot = tmp / "report.png"
     run = chromium(page, f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT}", "--dump-dom")
     assert run.returncode == 0, run.stderr[-2000:]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bundler.format.trust import Trust
 from replay.api import replay_bundle
 from replay.report.html.render import render_bundle
 from replay.report.text import render_text
@@ -25,7 +26,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> ReplayResult:
     tmp = tmp_path_factory.mktemp("text")
     keys = make_keys(tmp)
     bundle = build(seed_like()).seal(tmp, keys.private)
-    return replay_bundle(bundle, trusted=[keys.public])
+    return replay_bundle(bundle, trust=Trust.keys([keys.public]))
 
 
 def test_default_output_is_the_verdict_then_a_summary(seeded: ReplayResult) -> None:
@@ -70,7 +71,7 @@ def test_a_one_server_arm_is_not_written_as_an_average(tmp_path: Path, keys: Key
     spec = seed_like()
     spec.servers = [s for s in spec.servers if s.name in ("baseline-1", "candidate-1")]
     bundle = build(spec).seal(tmp_path, keys.private)
-    md = render_bundle(bundle, "md", trusted=[keys.public]).text
+    md = render_bundle(bundle, "md", trust=Trust.keys([keys.public])).text
     assert ") / 1 =" not in md
     assert "Arm mean of baseline: its one server's mean = **396.30 s**" in md
     assert "Arm mean of candidate: its one server's mean = **106.66 s**" in md

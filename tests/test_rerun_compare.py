@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
 from bundler.verified import VerifiedBundle, open_verified
 from replay.api import replay_bundle
@@ -114,9 +115,9 @@ def _seal(d: Path, keys: Keys | None = None) -> VerifiedBundle:
     out = d.with_suffix(".bundle")
     if keys is None:
         seal_campaign(d, out)
-        return open_verified(out, allow_unsigned=True)
+        return open_verified(out, trust=Trust.allow_unsigned())
     seal_campaign(d, out, keys=[keys.private])
-    return open_verified(out, trusted=[keys.public])
+    return open_verified(out, trust=Trust.keys([keys.public]))
 
 
 def _reference(tmp_path: Path) -> tuple[VerifiedBundle, bytes]:
@@ -239,7 +240,7 @@ def test_an_exit_with_no_teardown_budget_is_unclean_in_compare_as_in_replay(
     assert (r_lc.total, r_lc.clean, c.rerun.killed) == (3, 1, 1)
     # The same numbers as replay's lifecycle section of each bundle, and the same reasons.
     for side, bundle in ((c.sealed, sealed), (c.rerun, rerun)):
-        replayed = replay_bundle(bundle.path, allow_unsigned=True).lifecycle
+        replayed = replay_bundle(bundle.path, trust=Trust.allow_unsigned()).lifecycle
         assert side.lifecycle == replayed
     assert (
         "candidate-1/w0 (no teardown budget in the plan; exited 0.2 s after the TERM)"
@@ -271,7 +272,7 @@ def test_means_speedup_and_hbm_are_the_replay_engines(tmp_path: Path) -> None:
             (e.rerun_baseline_s, e.rerun_candidate_s, e.rerun_speedup, e.rerun_percent_lower),
         ),
     ):
-        r = replay_bundle(bundle.path, allow_unsigned=True)
+        r = replay_bundle(bundle.path, trust=Trust.allow_unsigned())
         b, k = r.latency.arm("baseline"), r.latency.arm("candidate")
         pair = r.latency.pair("baseline", "candidate")
         assert b is not None and k is not None and pair is not None

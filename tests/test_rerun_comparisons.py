@@ -13,6 +13,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from bundler.format.trust import Trust
 from replay.api import replay_bundle
 from replay.sections.claims import CONFIRMED
 from rerun.writer import SealedSource, pair_comparisons
@@ -102,7 +103,7 @@ def test_a_comparison_recording_no_metric_is_not_a_pass(tmp_path: Path) -> None:
     spec.comparisons += [{}, {}, {}]
     files = build(spec)
     files.claim("cmp-ok")["value"] = "14"
-    r = replay_bundle(files.seal(tmp_path, key), trusted=[key.public_key()])
+    r = replay_bundle(files.seal(tmp_path, key), trust=Trust.keys([key.public_key()]))
     q = r.quality
     assert (q.comparisons_total, q.comparisons_passed, q.comparisons_failed) == (17, 14, 0)
     assert (q.comparisons_passed_if_attested, q.ungated_comparisons) == (14, 3)

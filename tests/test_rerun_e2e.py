@@ -39,6 +39,7 @@ from click.testing import CliRunner
 
 from bundler.campaign.load import load_campaign
 from bundler.campaign.plan_check import check_plan
+from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
 from bundler.verified import VerifiedBundle, open_verified
 from replay.api import replay, replay_bundle
@@ -196,7 +197,7 @@ def test_rerun_reproduces_the_effect_and_records_a_hang_and_a_stubborn_worker(
         launch=True,
         run_bundle_launch_command=True,
         launch_cwd=REPO_ROOT,
-        trusted=[keys.public],
+        trust=Trust.keys([keys.public]),
         telemetry_command=["cat", str(NPU_SMI)],
         env={"REFSERVER_FAULTS": json.dumps(faults), "REFSERVER_MEDIA_CACHE": str(cache)},
     )
@@ -218,8 +219,8 @@ def test_rerun_reproduces_the_effect_and_records_a_hang_and_a_stubborn_worker(
     )
     rerun_path = tmp_path / "rerun.bundle"
     seal_campaign(out, rerun_path, keys=[keys.private])
-    rb = open_verified(rerun_path, trusted=[keys.public])
-    sb = open_verified(sealed_path, trusted=[keys.public])
+    rb = open_verified(rerun_path, trust=Trust.keys([keys.public]))
+    sb = open_verified(sealed_path, trust=Trust.keys([keys.public]))
     assert rb.trusted and sb.trusted
 
     attempts = {
@@ -326,7 +327,7 @@ def check_rerun_quality(out: Path, rerun_path: Path, rb: VerifiedBundle, keys: K
     extra = [json.loads(str(e)) for e in rb.table("comparisons").column("extra").to_pylist()]
     assert [e["sealed_comparison_id"] for e in extra] == [f"orig-cmp-{i}" for i in range(1, 5)]
     # The statistical level has no recorded value: nothing passes, nothing fails there.
-    stats = replay_bundle(rerun_path, trusted=[keys.public])
+    stats = replay_bundle(rerun_path, trust=Trust.keys([keys.public]))
     q = stats.quality
     assert (q.comparisons_total, q.comparisons_passed, q.comparisons_failed) == (4, 0, 0)
     assert q.ungated_comparisons == 4 and q.checks == ()
@@ -334,7 +335,7 @@ def check_rerun_quality(out: Path, rerun_path: Path, rb: VerifiedBundle, keys: K
     # result model's "not evidenced", tests/test_replay_*.py).
     assert (stats.failures(), stats.gaps()) == ([], [])
     # Against the sealed bundle, through the one replay entry point: the effect reproduces.
-    sealed = open_verified(rerun_path.parent / "orig.bundle", trusted=[keys.public])
+    sealed = open_verified(rerun_path.parent / "orig.bundle", trust=Trust.keys([keys.public]))
     both = replay(rb, against=sealed, tolerance=TOLERANCE)
     assert both.against is not None and (both.failures(), both.gaps()) == ([], [])
     # Media replay over the rerun's clips: every comparison re-scored from the media.
@@ -407,7 +408,7 @@ def test_reservation_watchdog_ends_a_stuck_arm_as_the_plan_check_predicts(tmp_pa
         launch=True,
         run_bundle_launch_command=True,
         launch_cwd=REPO_ROOT,
-        allow_unsigned=True,
+        trust=Trust.allow_unsigned(),
         env={"REFSERVER_FAULTS": json.dumps({"baseline-1": {"hang_requests": [1]}})},
     )
     result = run_rerun(tmp_path / "orig.bundle", tmp_path / "rerun", opts)

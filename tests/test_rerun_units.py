@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from bundler.errors import UsageError
 from bundler.format.container import read_container, write_container
+from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
 from reprobundle.cli.rerun_cmd import plan_group, rerun_command
 from rerun.client import (
@@ -293,13 +294,13 @@ def test_endpoint_mode_sync_api_and_commit_check(tmp_path: Path) -> None:
         running_server("--commit", CANDIDATE_COMMIT, "--latency", "0.05") as cand,
     ):
         mismatch = RerunOptions(
-            endpoints={"baseline": base.url, "candidate": wrong.url}, allow_unsigned=True
+            endpoints={"baseline": base.url, "candidate": wrong.url}, trust=Trust.allow_unsigned()
         )
         with pytest.raises(UsageError, match="reports c7f56f0"):
             run_rerun(bundle, tmp_path / "bad", mismatch)
         assert not (tmp_path / "bad").exists()  # nothing was written
         ok = RerunOptions(
-            endpoints={"baseline-1": base.url, "candidate": cand.url}, allow_unsigned=True
+            endpoints={"baseline-1": base.url, "candidate": cand.url}, trust=Trust.allow_unsigned()
         )
         result = run_rerun(bundle, tmp_path / "rerun", ok)
     assert result.status == "accepted", result.reason
@@ -322,12 +323,17 @@ def test_rerun_refuses_a_directory_it_did_not_write(tmp_path: Path) -> None:
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine", encoding="utf-8")
     opts = RerunOptions(
-        launch=True, run_bundle_launch_command=True, launch_cwd=REPO_ROOT, allow_unsigned=True
+        launch=True,
+        run_bundle_launch_command=True,
+        launch_cwd=REPO_ROOT,
+        trust=Trust.allow_unsigned(),
     )
     with pytest.raises(UsageError, match="not a rerun directory"):
         run_rerun(tmp_path / "orig.bundle", tmp_path / "other", opts)
     with pytest.raises(UsageError, match="either --launch or"):
-        run_rerun(tmp_path / "orig.bundle", tmp_path / "x", RerunOptions(allow_unsigned=True))
+        run_rerun(
+            tmp_path / "orig.bundle", tmp_path / "x", RerunOptions(trust=Trust.allow_unsigned())
+        )
 
 
 def test_a_server_that_cannot_be_launched_rejects_the_attempt(tmp_path: Path) -> None:
@@ -336,7 +342,7 @@ def test_a_server_that_cannot_be_launched_rejects_the_attempt(tmp_path: Path) ->
     opts = RerunOptions(
         launch=True,
         launch_command=str(tmp_path / "no-such-runtime") + " --port {port}",
-        allow_unsigned=True,
+        trust=Trust.allow_unsigned(),
         telemetry="none",
     )
     result = run_rerun(tmp_path / "orig.bundle", tmp_path / "rerun", opts)

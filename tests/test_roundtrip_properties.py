@@ -10,6 +10,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
 from bundler.verify import check_bundle, open_bundle
 from tests.campaign_builder import receipts, write_campaign
@@ -37,8 +38,8 @@ def test_values_round_trip_exactly(e2e: list[float], fractions: list[int], note:
         camp = write_campaign(Path(d) / "c", **{"receipts.jsonl": rows})
         out = Path(d) / "x.bundle"
         seal_campaign(camp, out, keys=[KEY])
-        assert check_bundle(out, trusted=[KEY.public_key()]).ok
-        t = open_bundle(out, trusted=[KEY.public_key()]).table("receipts")
+        assert check_bundle(out, trust=Trust.keys([KEY.public_key()])).ok
+        t = open_bundle(out, trust=Trust.keys([KEY.public_key()])).table("receipts")
     assert t.column("e2e_s").to_pylist() == e2e
     base = 1772359200 * 10**9  # 2026-03-01T10:00:00Z (date -u -d ... +%s)
     assert t.column("start").cast(pa.int64()).to_pylist() == [base + f for f in fractions]

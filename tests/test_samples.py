@@ -25,6 +25,7 @@ import pytest
 
 from bundler.campaign.load import load_campaign
 from bundler.format.container import read_container
+from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
 from bundler.verify import check_bundle
 from tests.conftest import Keys
@@ -422,7 +423,7 @@ def test_samples_seal_verify_and_reseal_identically(root: Path, tmp_path: Path, 
     seal_campaign(root, a, keys=[keys.private])
     seal_campaign(root, b, keys=[keys.private])
     assert a.read_bytes() == b.read_bytes()
-    report = check_bundle(a, trusted=[keys.public])
+    report = check_bundle(a, trust=Trust.keys([keys.public]))
     assert report.problems == []
     assert report.signature_status == "verified"
     assert report.ok

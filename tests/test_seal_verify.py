@@ -17,6 +17,7 @@ from bundler._internal import jcs
 from bundler.errors import CampaignError, IntegrityError, UsageError
 from bundler.format.container import read_container, write_container
 from bundler.format.manifest import ENVELOPE_NAME, MANIFEST_NAME
+from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
 from bundler.sign import countersign
 from bundler.verify import check_bundle, open_bundle, verify_bundle
@@ -34,7 +35,7 @@ def repack(src: Path, dst: Path, change: dict[str, bytes | None]) -> Path:
 
 
 def test_seal_then_verify(sealed: Path, keys: Keys) -> None:
-    report = verify_bundle(sealed, trusted=[keys.public])
+    report = verify_bundle(sealed, trust=Trust.keys([keys.public]))
     assert report.signature_status == "verified"
     assert report.campaign["id"] == "mini"
     assert [s.verified_by for s in report.signatures] == [keys.key_id]
@@ -68,7 +69,7 @@ def test_numbers_and_unknown_fields_survive_exactly(tmp_path: Path, keys: Keys) 
     camp = write_campaign(tmp_path / "c", **{"receipts.jsonl": rows})
     out = tmp_path / "x.bundle"
     seal_campaign(camp, out, keys=[keys.private])
-    t = open_bundle(out, trusted=[keys.public]).table("receipts")
+    t = open_bundle(out, trust=Trust.keys([keys.public])).table("receipts")
     row = t.slice(2, 1).select(["e2e_s", "extra"]).to_pylist()[0]
     assert row["e2e_s"] == 99.123456789012345
     assert json.loads(row["extra"]) == {"gpu_note": {"clock_mhz": 1800, "tag": "x"}}
@@ -86,11 +87,11 @@ def test_parquet_members_carry_format_version_and_zstd(sealed: Path) -> None:
 
 def test_wrong_key_is_untrusted(sealed: Path, tmp_path: Path) -> None:
     other = make_keys(tmp_path, "other")
-    report = check_bundle(sealed, trusted=[other.public])
+    report = check_bundle(sealed, trust=Trust.keys([other.public]))
     assert report.signature_status == "untrusted"
     assert not report.ok
     with pytest.raises(IntegrityError, match="signature untrusted"):
-        verify_bundle(sealed, trusted=[other.public])
+        verify_bundle(sealed, trust=Trust.keys([other.public]))
 
 
 def test_unsigned_bundle_needs_explicit_allowance(tmp_path: Path, campaign: Path) -> None:
@@ -98,7 +99,7 @@ def test_unsigned_bundle_needs_explicit_allowance(tmp_path: Path, campaign: Path
     seal_campaign(campaign, out)
     assert check_bundle(out).signature_status == "unsigned"
     assert not check_bundle(out).ok
-    assert check_bundle(out, allow_unsigned=True).ok
+    assert check_bundle(out, trust=Trust.allow_unsigned()).ok
 
 
 def test_every_raw_byte_flip_is_detected(sealed: Path, keys: Keys, tmp_path: Path) -> None:
@@ -118,7 +119,7 @@ def test_every_raw_byte_flip_is_detected(sealed: Path, keys: Keys, tmp_path: Pat
             flipped = bytearray(data)
             flipped[pos] ^= bit
             t.write_bytes(bytes(flipped))
-            if check_bundle(t, trusted=[keys.public]).ok:
+            if check_bundle(t, trust=Trust.keys([keys.public])).ok:
                 decoded = zstandard.ZstdDecompressor().decompress(bytes(flipped))
                 assert decoded == original, f"flip {bit:#x} at byte {pos} went unnoticed"
                 inert += 1
@@ -141,16 +142,16 @@ def test_flip_in_every_member_and_the_signature_is_detected(
                 env["signatures"][0]["sig"] = base64.b64encode(bytes(sig)).decode()
                 changed = bytearray(jcs.dumps(env))
             t = repack(sealed, tmp_path / "t.bundle", {m.name: bytes(changed)})
-            report = check_bundle(t, trusted=[keys.public])
+            report = check_bundle(t, trust=Trust.keys([keys.public]))
             assert not report.ok, f"change in {m.name} at {pos} went unnoticed"
 
 
 def test_missing_and_unlisted_members_are_named(sealed: Path, keys: Keys, tmp_path: Path) -> None:
     dropped = repack(sealed, tmp_path / "d.bundle", {"tables/gates.parquet": None})
-    rep = check_bundle(dropped, trusted=[keys.public])
+    rep = check_bundle(dropped, trust=Trust.keys([keys.public]))
     assert any(p.where == "tables/gates.parquet" and "absent" in p.message for p in rep.problems)
     added = repack(sealed, tmp_path / "a.bundle", {"files/smuggled.sh": b"rm -rf /"})
-    rep = check_bundle(added, trusted=[keys.public])
+    rep = check_bundle(added, trust=Trust.keys([keys.public]))
     assert any(
         p.where == "files/smuggled.sh" and "not in the manifest" in p.message for p in rep.problems
     )
@@ -167,7 +168,7 @@ def test_manifest_edit_breaks_the_signed_statement(
         tmp_path / "m.bundle",
         {MANIFEST_NAME: jcs.dumps(manifest), "tables/gates.parquet": None},
     )
-    rep = check_bundle(t, trusted=[keys.public])
+    rep = check_bundle(t, trust=Trust.keys([keys.public]))
     assert not rep.ok
     assert any(p.where == ENVELOPE_NAME and p.field == "subject" for p in rep.problems)
 
@@ -177,7 +178,7 @@ def test_unknown_format_version_is_rejected(sealed: Path, tmp_path: Path) -> Non
     manifest = json.loads(members[MANIFEST_NAME].data)
     manifest["format_version"] = "99"
     t = repack(sealed, tmp_path / "v.bundle", {MANIFEST_NAME: jcs.dumps(manifest)})
-    rep = check_bundle(t, allow_unsigned=True)
+    rep = check_bundle(t, trust=Trust.allow_unsigned())
     assert any("unknown format_version '99'" in p.message for p in rep.problems)
 
 
@@ -188,7 +189,7 @@ def test_unknown_table_format_version_is_rejected(sealed: Path, tmp_path: Path) 
     buf = io.BytesIO()
     pq.write_table(table, buf)
     t = repack(sealed, tmp_path / "tv.bundle", {"tables/gates.parquet": buf.getvalue()})
-    rep = check_bundle(t, allow_unsigned=True)
+    rep = check_bundle(t, trust=Trust.allow_unsigned())
     assert any(
         p.where == "tables/gates.parquet" and "table format version '7'" in p.message
         for p in rep.problems
@@ -201,17 +202,17 @@ def test_countersign_keeps_other_members_identical(
     auditor = make_keys(tmp_path, "auditor")
     before = {m.name: m.data for m in read_container(sealed)}
     out = tmp_path / "co.bundle"
-    res = countersign(sealed, auditor.private, out, trusted=[keys.public])
+    res = countersign(sealed, auditor.private, out, trust=Trust.keys([keys.public]))
     after = {m.name: m.data for m in read_container(out)}
     assert list(before) == list(after)
     assert all(before[n] == after[n] for n in before if n != ENVELOPE_NAME)
     assert res.signers == [keys.key_id, auditor.key_id]
-    rep = check_bundle(out, trusted=[keys.public, auditor.public])
+    rep = check_bundle(out, trust=Trust.keys([keys.public, auditor.public]))
     assert [s.verified_by for s in rep.signatures] == [keys.key_id, auditor.key_id]
     # Each key alone still verifies its own signature.
-    assert check_bundle(out, trusted=[auditor.public]).ok
+    assert check_bundle(out, trust=Trust.keys([auditor.public])).ok
     with pytest.raises(UsageError, match="already signed"):
-        countersign(out, auditor.private, trusted=[keys.public])
+        countersign(out, auditor.private, trust=Trust.keys([keys.public]))
 
 
 def test_countersign_refuses_a_tampered_bundle(sealed: Path, tmp_path: Path) -> None:
@@ -289,7 +290,7 @@ def test_raw_numbers_are_not_scrubbed(tmp_path: Path, keys: Keys) -> None:
     camp = write_campaign(tmp_path / "c", **{"receipts.jsonl": rows})
     out = tmp_path / "n.bundle"
     seal_campaign(camp, out, keys=[keys.private])
-    t = open_bundle(out, trusted=[keys.public]).table("receipts")
+    t = open_bundle(out, trust=Trust.keys([keys.public])).table("receipts")
     assert t.column("e2e_s").to_pylist()[2] == 10.20304
 
 
@@ -352,17 +353,19 @@ def test_external_artifacts_hashed_and_checked(tmp_path: Path, campaign: Path, k
     assert res.external[0]["sha256"] == digest
     assert res.external[0]["hashed_at_seal"] is True
     assert res.external[1]["hashed_at_seal"] is False
-    rep = check_bundle(out, trusted=[keys.public], media_dirs=[media])
+    rep = check_bundle(out, trust=Trust.keys([keys.public]), media_dirs=[media])
     assert rep.ok
     assert {e.path: e.status for e in rep.external} == {
         "sub/a.mp4": "ok",
         "w/alexnet.pth": "absent",
     }
     # Without --media nothing is looked for: both are plain "external".
-    assert {e.status for e in check_bundle(out, trusted=[keys.public]).external} == {"external"}
+    assert {e.status for e in check_bundle(out, trust=Trust.keys([keys.public])).external} == {
+        "external"
+    }
     # A changed local file is a mismatch and a failure.
     (media / "sub" / "a.mp4").write_bytes(blob + b"!")
-    rep = check_bundle(out, trusted=[keys.public], media_dirs=[media])
+    rep = check_bundle(out, trust=Trust.keys([keys.public]), media_dirs=[media])
     assert not rep.ok
     assert {e.path: e.status for e in rep.external}["sub/a.mp4"] == "mismatch"
 
@@ -419,11 +422,11 @@ def test_corrupted_signature_of_a_trusted_key_is_invalid(
     sig[5] ^= 0x04
     env["signatures"][0]["sig"] = base64.b64encode(bytes(sig)).decode()
     t = repack(sealed, tmp_path / "s.bundle", {ENVELOPE_NAME: jcs.dumps(env)})
-    rep = check_bundle(t, trusted=[keys.public])
+    rep = check_bundle(t, trust=Trust.keys([keys.public]))
     assert rep.signature_status == "invalid"
     assert any(p.record == "signature 0" and keys.key_id in p.message for p in rep.problems)
     # Even --allow-unsigned does not accept a forged signature of a trusted key.
-    assert not check_bundle(t, trusted=[keys.public], allow_unsigned=True).ok
+    assert not check_bundle(t, trust=Trust.allow_unsigned([keys.public])).ok
 
 
 def test_broken_envelope_still_gets_every_member_checked(sealed: Path, tmp_path: Path) -> None:
@@ -432,7 +435,7 @@ def test_broken_envelope_still_gets_every_member_checked(sealed: Path, tmp_path:
         tmp_path / "b.bundle",
         {ENVELOPE_NAME: b"not json", "tables/gates.parquet": b"changed"},
     )
-    rep = check_bundle(t, allow_unsigned=True)
+    rep = check_bundle(t, trust=Trust.allow_unsigned())
     wheres = {p.where for p in rep.problems}
     assert {ENVELOPE_NAME, "tables/gates.parquet"} <= wheres
 
@@ -448,7 +451,7 @@ def test_manifest_dropping_a_table_or_miscounting_rows_fails(sealed: Path, tmp_p
         tmp_path / "d.bundle",
         {MANIFEST_NAME: jcs.dumps(manifest), "tables/gates.parquet": None},
     )
-    rep = check_bundle(t, allow_unsigned=True)
+    rep = check_bundle(t, trust=Trust.allow_unsigned())
     got = {(p.where, p.field) for p in rep.problems}
     assert ("tables/gates.parquet", None) in got
     assert ("tables/receipts.parquet", "rows") in got
@@ -472,7 +475,7 @@ def test_external_path_cannot_escape_media_dir(sealed: Path, tmp_path: Path, bad
     t = repack(sealed, tmp_path / "e.bundle", {MANIFEST_NAME: jcs.dumps(manifest)})
     media = tmp_path / "media"
     media.mkdir()
-    rep = check_bundle(t, allow_unsigned=True, media_dirs=[media])
+    rep = check_bundle(t, trust=Trust.allow_unsigned(), media_dirs=[media])
     assert not rep.ok
     assert all(e.found_at is None for e in rep.external)
 

@@ -19,6 +19,7 @@ import pytest
 from bundler.errors import IntegrityError, UsageError
 from bundler.format.container import read_container
 from bundler.format.manifest import ENVELOPE_NAME
+from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
 from bundler.sign import countersign
 from bundler.verify import check_bundle
@@ -98,11 +99,13 @@ def test_countersign_refuses_to_adopt_an_unknown_signers_bundle(
         countersign(bundle, keys.private)
     other = make_keys(tmp_path, "other")
     with pytest.raises(IntegrityError, match="no existing signature verifies with a trusted key"):
-        countersign(bundle, keys.private, trusted=[other.public])
+        countersign(bundle, keys.private, trust=Trust.keys([other.public]))
     assert bundle.read_bytes() == before  # nothing written
     # The bundle still does not verify with the would-be countersigner's key.
-    assert not check_bundle(bundle, trusted=[keys.public]).ok
-    res = countersign(bundle, keys.private, tmp_path / "co.bundle", trusted=[stranger.public])
+    assert not check_bundle(bundle, trust=Trust.keys([keys.public])).ok
+    res = countersign(
+        bundle, keys.private, tmp_path / "co.bundle", trust=Trust.keys([stranger.public])
+    )
     assert (res.adopted, res.endorsed) == (False, [stranger.key_id])
 
 
@@ -111,7 +114,7 @@ def test_force_adopt_signs_and_says_so(
 ) -> None:
     bundle, stranger = stranger_bundle
     out = tmp_path / "adopted.bundle"
-    res = countersign(bundle, keys.private, out, force_adopt=True)
+    res = countersign(bundle, keys.private, out, trust=Trust.allow_unsigned())
     assert res.adopted is True
     assert res.endorsed == []
     assert res.unverified == [stranger.key_id]
@@ -125,10 +128,10 @@ def test_signing_an_unsigned_bundle_is_an_adoption(tmp_path: Path, keys: Keys) -
     out = tmp_path / "u.bundle"
     seal_campaign(write_campaign(tmp_path / "c"), out)
     with pytest.raises(IntegrityError, match="not signed at all"):
-        countersign(out, keys.private, trusted=[keys.public])
-    res = countersign(out, keys.private, force_adopt=True)
+        countersign(out, keys.private, trust=Trust.keys([keys.public]))
+    res = countersign(out, keys.private, trust=Trust.allow_unsigned())
     assert (res.adopted, res.unverified) == (True, [])
-    assert check_bundle(out, trusted=[keys.public]).ok
+    assert check_bundle(out, trust=Trust.keys([keys.public])).ok
 
 
 # --- sign: CLI ----------------------------------------------------------------------------

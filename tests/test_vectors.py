@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bundler.format.keys import load_public_key
+from bundler.format.trust import Trust
 from bundler.seal import environment
 from bundler.verify import check_bundle
 from tests.vectors.make_vectors import make
@@ -35,13 +36,15 @@ def test_vectors_regenerate_byte_for_byte(tmp_path: Path) -> None:
 
 
 def test_positive_vector_verifies() -> None:
-    rep = check_bundle(VECTORS / "mini.bundle", trusted=[load_public_key(VECTORS / "mini.pub")])
+    rep = check_bundle(
+        VECTORS / "mini.bundle", trust=Trust.keys([load_public_key(VECTORS / "mini.pub")])
+    )
     assert rep.ok, rep.problems
 
 
 def test_wrong_key_vector_is_untrusted() -> None:
     key = load_public_key(VECTORS / "negative" / "wrong-key.pub")
-    rep = check_bundle(VECTORS / "mini.bundle", trusted=[key])
+    rep = check_bundle(VECTORS / "mini.bundle", trust=Trust.keys([key]))
     assert rep.signature_status == "untrusted"
     assert not rep.ok
 
@@ -56,7 +59,9 @@ def test_wrong_key_vector_is_untrusted() -> None:
     ],
 )
 def test_negative_vectors_fail_for_their_reason(name: str, where: str | None, message: str) -> None:
-    rep = check_bundle(VECTORS / "negative" / name, trusted=[load_public_key(VECTORS / "mini.pub")])
+    rep = check_bundle(
+        VECTORS / "negative" / name, trust=Trust.keys([load_public_key(VECTORS / "mini.pub")])
+    )
     assert not rep.ok
     assert any(
         message in p.message and (where is None or p.where == where) for p in rep.problems

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,15 +127,18 @@ class SignatureCheck:
     principals: tuple[str, ...] = ()  # names an allowed_signers file gives that key
 
 
-def verify_envelope(env: Envelope, trusted: list[Ed25519PublicKey]) -> list[SignatureCheck]:
+def verify_envelope(
+    env: Envelope,
+    trusted: Sequence[Ed25519PublicKey],
+    principals: Mapping[str, tuple[str, ...]] | None = None,
+) -> list[SignatureCheck]:
     """Check each signature against every trusted key; return one result per signature.
 
     Every signature is Ed25519 over ``pae(payloadType, payload)``, whatever file
-    the key came from (PEM or OpenSSH). When ``trusted`` is a
-    :class:`~bundler.format.keys.TrustedKeys`, the principals it holds for the verifying
-    key are reported too.
+    the key came from (PEM or OpenSSH). ``principals`` (key ID -> names, as an
+    ``allowed_signers`` file gives them) are reported for the verifying key.
     """
-    names: dict[str, tuple[str, ...]] = getattr(trusted, "principals", {})
+    names = principals or {}
     message = pae(env.payload_type, env.payload)
     out = []
     for i, (kid, sig) in enumerate(env.signatures):

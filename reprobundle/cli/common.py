@@ -22,12 +22,15 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
 from bundler._internal.textsafe import json_safe, safe
-from bundler.errors import BundleError, CouldNotRunError
+from bundler.errors import BundleError, CouldNotRunError, UsageError
+
+if TYPE_CHECKING:
+    from bundler.format.trust import Trust
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -262,3 +265,28 @@ def trust_options(allow_unsigned_help: str) -> Callable[[F], F]:
         )(f)
 
     return decorate
+
+
+def load_trust(
+    key_paths: Sequence[Path],
+    trusted_keys: Path | None,
+    allow_unsigned: bool,
+    *,
+    refusal: str | None = None,
+) -> Trust:
+    """The trust :func:`trust_options` asked for: their keys, and ``--allow-unsigned``.
+
+    ``refusal`` is the usage message for options that trust nobody and accept
+    nothing (no key, no ``--allow-unsigned``): every bundle would be refused, so
+    the command is refused before it reads one.
+
+    Raises:
+        UsageError: a key file cannot be read; or ``refusal`` applies.
+    """
+    from bundler.format.keys import load_trusted_keys
+    from bundler.format.trust import Trust
+
+    trust = Trust.keys(load_trusted_keys(key_paths, trusted_keys), allow_unsigned=allow_unsigned)
+    if refusal is not None and trust.refuses_all:
+        raise UsageError(refusal)
+    return trust

@@ -15,6 +15,7 @@ from reprobundle.cli.common import (
     cli_errors,
     emit_json,
     examples,
+    load_trust,
     say,
     trust_options,
     verbosity_options,
@@ -122,18 +123,17 @@ def export_command(
     (Parquet or CSV), campaign.json, plans/, logs/, files/, scorer.json and
     EXPORT.json (source bundle, its SHA-256, signature status), all at once.
     """
-    from bundler.errors import UsageError
     from bundler.export import export_bundle
-    from bundler.format.keys import load_trusted_keys
 
     with cli_errors(as_json):
-        keys = load_trusted_keys(key_paths, trusted_keys)
-        if not keys and not allow_unsigned:
-            raise UsageError(
-                "give --key or --trusted-keys to check the signature, "
-                "or --allow-unsigned to export on integrity alone"
-            )
-        res = export_bundle(bundle, directory, fmt=fmt, trusted=keys, allow_unsigned=allow_unsigned)
+        given = load_trust(
+            key_paths,
+            trusted_keys,
+            allow_unsigned,
+            refusal="give --key or --trusted-keys to check the signature, "
+            "or --allow-unsigned to export on integrity alone",
+        )
+        res = export_bundle(bundle, directory, fmt=fmt, trust=given)
         if as_json:
             emit_json(res.to_dict())
             return

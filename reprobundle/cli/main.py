@@ -33,6 +33,7 @@ from reprobundle.cli.common import (
     emit_json,
     examples,
     hidden_alias,
+    load_trust,
     say,
     say_lines,
     trust_options,
@@ -346,7 +347,7 @@ def verify_verdict(rep: Any) -> dict[str, Any]:
     ``failed`` otherwise. The word VERIFIED is never the verdict of a bundle no
     trusted key verified, whatever the flags.
     """
-    trusted = not rep.problems and rep.signature_status == "verified"
+    trusted = rep.trusted
     verdict = "verified" if trusted else ("untrusted" if not rep.problems else "failed")
     return {"trusted": trusted, "verdict": verdict}
 
@@ -406,7 +407,7 @@ def _print_verify(rep: Any, verbosity: int) -> None:
         f"  signature  {d['signature_status']}"
         + (
             " (accepted by --allow-unsigned: integrity only, signer not trusted)"
-            if d["allow_unsigned"] and d["signature_status"] != "verified"
+            if d["allow_unsigned"] and not rep.signature_status.trusted
             else ""
         )
     )
@@ -478,13 +479,14 @@ def verify(
     from bundler.verify import check_bundle
 
     with cli_errors(as_json):
-        keys = _load_keys(key_paths, trusted_keys)
+        trust = load_trust(
+            key_paths,
+            trusted_keys,
+            allow_unsigned,
+            refusal="give --key or --trusted-keys to check signatures, "
+            "or --allow-unsigned to check integrity alone",
+        )
         media_dirs = media_dirs + old_media_dirs
-        if not keys and not allow_unsigned:
-            raise UsageError(
-                "give --key or --trusted-keys to check signatures, "
-                "or --allow-unsigned to check integrity alone"
-            )
         for d in media_dirs:
             if not d.is_dir():
                 raise UsageError(f"{d}: --media must be an existing folder")
@@ -492,8 +494,7 @@ def verify(
         try:
             rep = check_bundle(
                 bundle,
-                trusted=keys,
-                allow_unsigned=allow_unsigned,
+                trust=trust,
                 media_dirs=media_dirs,
                 jobs=jobs,
                 # Sizing the bar walks the media folders: only when a bar is shown.
@@ -586,8 +587,8 @@ def sign(
             bundle,
             load_private_key(key_path, pw),
             output,
-            trusted=_load_keys(trusted_paths, trusted_keys),
-            force_adopt=force_adopt,
+            # --force-adopt accepts a bundle no trusted key signed: signing it adopts it.
+            trust=load_trust(trusted_paths, trusted_keys, force_adopt),
         )
         if as_json:
             emit_json(
@@ -826,15 +827,14 @@ def inventory(
     from bundler.inventory import check_inventory
 
     with cli_errors(as_json):
-        keys = _load_keys(key_paths, trusted_keys)
-        if not keys and not allow_unsigned:
-            raise UsageError(
-                "give --key or --trusted-keys to check bundle signatures, "
-                "or --allow-unsigned to check integrity alone"
-            )
-        rep = check_inventory(
-            root, trusted=keys, allow_unsigned=allow_unsigned, media_dirs=media_dirs, fix=fix
+        trust = load_trust(
+            key_paths,
+            trusted_keys,
+            allow_unsigned,
+            refusal="give --key or --trusted-keys to check bundle signatures, "
+            "or --allow-unsigned to check integrity alone",
         )
+        rep = check_inventory(root, trust=trust, media_dirs=media_dirs, fix=fix)
         if as_json:
             emit_json(rep.to_dict())
         else:

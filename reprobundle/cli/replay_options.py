@@ -11,11 +11,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from bundler.errors import IntegrityError, UsageError
+
+if TYPE_CHECKING:
+    from bundler.format.trust import Trust
 
 __all__ = ["ReplayArgs", "media_options", "run_replay"]
 
@@ -103,8 +106,7 @@ class ReplayArgs:
 
     def __init__(self, **kw: Any) -> None:
         self.bundle: Path = kw["bundle"]
-        self.keys: list[Any] = kw["keys"]
-        self.allow_unsigned: bool = kw["allow_unsigned"]
+        self.trust: Trust = kw["trust"]
         self.against: Path | None = kw.get("against")
         self.tolerance: float | None = kw.get("tolerance")
         self.media_dirs: tuple[Path, ...] = tuple(kw.get("media_dirs") or ())
@@ -121,7 +123,7 @@ def _open(path: Path, args: ReplayArgs) -> Any:
     from bundler.verified import open_verified
 
     try:
-        return open_verified(path, trusted=args.keys, allow_unsigned=args.allow_unsigned)
+        return open_verified(path, trust=args.trust)
     except IntegrityError as exc:
         if exc.problems:
             raise
@@ -138,7 +140,7 @@ def run_replay(args: ReplayArgs) -> tuple[Any, Any]:
     """
     from replay.api import MediaRequest, replay
 
-    if not args.keys and not args.allow_unsigned:
+    if args.trust.refuses_all:
         raise UsageError(_TRUST_HINT)
     if args.scorer_weights is not None and not args.media_dirs:
         raise UsageError("--scorer-weights needs --media DIR (the raw media to re-score)")

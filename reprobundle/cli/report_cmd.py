@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
 from bundler.errors import UsageError
-from reprobundle.cli.common import cli_errors, emit_json, examples, say, trust_options
+from reprobundle.cli.common import cli_errors, emit_json, examples, load_trust, say, trust_options
 from reprobundle.cli.replay_options import ReplayArgs, media_options, run_replay
 
 __all__ = ["REPORT_EXIT_HELP", "report_command"]
@@ -135,13 +134,9 @@ def report_command(
     """
     code = 0
     with cli_errors(as_json):
-        from bundler.format.keys import load_trusted_keys
-
-        keys: list[Any] = load_trusted_keys(key_paths, trusted_keys)
         args = ReplayArgs(
             bundle=bundle,
-            keys=keys,
-            allow_unsigned=allow_unsigned,
+            trust=load_trust(key_paths, trusted_keys, allow_unsigned),
             against=against,
             tolerance=tolerance,
             media_dirs=media_dirs,

@@ -22,6 +22,7 @@ from reprobundle.cli.common import (
     emit_json,
     examples,
     hidden_alias,
+    load_trust,
     say,
     trust_options,
 )
@@ -72,9 +73,10 @@ def _load_plan(source: Path) -> tuple[str, dict[str, Any]]:
         if not is_bundle:
             data = read_bounded(fh, source, what="plan", max_bytes=DOCUMENT_MAX_BYTES, head=head)
     if is_bundle:
+        from bundler.format.trust import Trust
         from bundler.verified import open_verified
 
-        bundle = open_verified(source, allow_unsigned=True)
+        bundle = open_verified(source, trust=Trust.allow_unsigned())
         campaign = bundle.document("campaign.json") or {}
         name = str(campaign.get("plan", ""))
         member = bundle.member_bytes(name)
@@ -175,7 +177,7 @@ def _open_bundle(bundle: Path, options: RerunOptions) -> VerifiedBundle:
     from bundler.verified import open_verified
 
     try:
-        return open_verified(bundle, trusted=options.trusted, allow_unsigned=options.allow_unsigned)
+        return open_verified(bundle, trust=options.trust)
     except IntegrityError as exc:
         if exc.problems or type(exc) is not IntegrityError:
             raise
@@ -397,7 +399,6 @@ def rerun_command(
     plan's own launch command, or an environment variable of the plan that would
     run code, runs only with --run-bundle-launch-command.
     """
-    from bundler.format.keys import load_trusted_keys
     from rerun.runner import RerunControl, RerunOptions, prepare_rerun, run_rerun
     from rerun.targets import check_launch_consent
 
@@ -405,12 +406,13 @@ def rerun_command(
         out_dir = out_dir or old_out_dir
         if out_dir is None:
             raise UsageError("give -o/--output DIR: the rerun campaign directory to write")
-        trusted = load_trusted_keys(key_paths, trusted_keys)
-        if not trusted and not allow_unsigned:
-            raise UsageError(
-                "give --key PUB or --trusted-keys FILE to check the bundle's signature, "
-                "or --allow-unsigned"
-            )
+        trust = load_trust(
+            key_paths,
+            trusted_keys,
+            allow_unsigned,
+            refusal="give --key PUB or --trusted-keys FILE to check the bundle's signature, "
+            "or --allow-unsigned",
+        )
         options = RerunOptions(
             endpoints=_pairs(endpoints, "--endpoint"),
             launch=launch,
@@ -424,8 +426,7 @@ def rerun_command(
             allow_unverified_commit=allow_unverified_commit,
             reservation_used_s=reservation_used,
             accelerator=accelerator,
-            trusted=trusted,
-            allow_unsigned=allow_unsigned,
+            trust=trust,
         )
         check_launch_consent(options, dry_run=dry_run)
         verified = _open_bundle(bundle, options)

@@ -52,6 +52,7 @@ from bundler.format.container import read_container
 from bundler.format.dsse import parse_envelope
 from bundler.format.manifest import ENVELOPE_NAME
 from bundler.format.tables import TABLE_NAMES
+from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
 from bundler.verified import open_verified
 from bundler.verify import check_bundle
@@ -110,7 +111,7 @@ def _content_difference(base: Base, path: Path) -> str | None:
                 return "signed payload differs"
         elif got[name] != data:
             return f"member {name} differs"
-    vb = open_verified(path, trusted=[base.trusted])
+    vb = open_verified(path, trust=Trust.keys([base.trusted]))
     for name, table in base.tables.items():
         short = name.removeprefix("tables/").removesuffix(".parquet")
         if not vb.table(short).equals(table):
@@ -126,11 +127,11 @@ def check_verify(base: Base, kind: str, data: bytes, workdir: Path) -> Outcome:
     path = workdir / "mutant.bundle"
     path.write_bytes(data)
     try:
-        rep = check_bundle(path, trusted=[base.trusted])
+        rep = check_bundle(path, trust=Trust.keys([base.trusted]))
         out.accepted = rep.ok and rep.signature_status == "verified"
-        check_bundle(path, allow_unsigned=True)
+        check_bundle(path, trust=Trust.allow_unsigned())
         try:
-            vb = open_verified(path, allow_unsigned=True)
+            vb = open_verified(path, trust=Trust.allow_unsigned())
             for name in ("campaign.json", "scorer.json"):
                 vb.document(name)
             for name in TABLE_NAMES:
@@ -213,7 +214,7 @@ def check_seal(base: Base, mutant: CampaignMutant, workdir: Path) -> Outcome:
             out.traceback = traceback.format_exc()
             return out
         try:
-            rep = check_bundle(dest, trusted=[base.trusted])
+            rep = check_bundle(dest, trust=Trust.keys([base.trusted]))
         except Exception:
             out.traceback = traceback.format_exc()
             return out

@@ -24,6 +24,7 @@ from bundler._internal import jcs
 from bundler.format.container import write_container
 from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
 from bundler.format.manifest import ENVELOPE_NAME, MANIFEST_NAME, build_statement
+from bundler.format.trust import Trust
 from bundler.verify import check_bundle
 from tests.fuzz.profiles import FUZZ_CI
 from tests.fuzz.properties import check_cli_verify, check_verify
@@ -121,7 +122,7 @@ def check_bundle_ok(base: Base, data: bytes, workdir: Path) -> bool:
     """True when the library verifies ``data`` with the author's key."""
     p = workdir / "selftest.bundle"
     p.write_bytes(data)
-    return check_bundle(p, trusted=[base.trusted]).ok
+    return check_bundle(p, trust=Trust.keys([base.trusted])).ok
 
 
 def test_a_statement_with_malformed_subjects_is_a_problem_not_a_traceback(
@@ -150,7 +151,7 @@ def test_a_statement_with_malformed_subjects_is_a_problem_not_a_traceback(
         assert out.traceback is None, out.traceback
         p = workdir / "subject.bundle"
         p.write_bytes(buf.getvalue())
-        rep = check_bundle(p, allow_unsigned=True)
+        rep = check_bundle(p, trust=Trust.allow_unsigned())
         assert [(q.where, q.field) for q in rep.problems] == [(ENVELOPE_NAME, "payload")], bad
 
 
@@ -186,7 +187,7 @@ def test_a_table_with_a_non_utf8_column_name_is_a_problem_not_a_traceback(
     assert out.traceback is None, out.traceback
     p = workdir / "non-utf8.bundle"
     p.write_bytes(data)
-    rep = check_bundle(p, trusted=[base.trusted])
+    rep = check_bundle(p, trust=Trust.keys([base.trusted]))
     assert not rep.ok
     assert any(
         q.where == "tables/receipts.parquet" and "UnicodeDecodeError" in q.message

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bundler.format.trust import SignatureStatus
+
 __all__ = ["BundleFacts", "ServerTrials", "SignatureRow"]
 
 
@@ -44,7 +46,7 @@ class BundleFacts:
     file_name: str
     sha256: str
     size: int
-    signature_status: str
+    signature_status: SignatureStatus
     signatures: tuple[SignatureRow, ...]
     environment: Mapping[str, str]
     scrubbed: tuple[Mapping[str, Any], ...]

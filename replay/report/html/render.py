@@ -10,17 +10,16 @@ and its verdict is the result's.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow.compute as pc
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from bundler import __version__
 from bundler.errors import UsageError
+from bundler.format.trust import NO_TRUST, Trust
 from bundler.verified import VerifiedBundle
 from bundler.verify import OpenedBundle
 from replay.api import inputs_from_bundle
@@ -198,8 +197,7 @@ def render_bundle(
     path: Path | str,
     fmt: str = "html",
     *,
-    trusted: Sequence[Ed25519PublicKey] = (),
-    allow_unsigned: bool = False,
+    trust: Trust = NO_TRUST,
 ) -> RenderedReport:
     """Verify, replay (statistics only) and render the bundle at ``path`` in one call.
 
@@ -210,6 +208,6 @@ def render_bundle(
     from bundler.verified import open_verified
     from replay.api import replay
 
-    verified = open_verified(path, trusted=trusted, allow_unsigned=allow_unsigned)
+    verified = open_verified(path, trust=trust)
     result = replay(verified)
     return RenderedReport(render_report(verified, result, fmt), result)
