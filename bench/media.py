@@ -332,6 +332,7 @@ def bench_executors(workdir: Path, out: dict[str, Any], *, repeats: int, ray_row
         return
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+    from bundler.format.trust import Trust
     from bundler.seal import seal_campaign
     from bundler.verified import open_verified
     from replay.media import rescore_bundle
@@ -342,7 +343,7 @@ def bench_executors(workdir: Path, out: dict[str, Any], *, repeats: int, ray_row
     path = workdir / "mini-executors.bundle"
     path.unlink(missing_ok=True)
     seal_campaign(sample, path, keys=[key])
-    bundle = open_verified(path, trusted=[key.public_key()])
+    bundle = open_verified(path, trust=Trust.keys([key.public_key()]))
     wdir = _weights(workdir)
 
     def local(jobs: int) -> Callable[[], Any]:
@@ -397,6 +398,7 @@ t0 = time.perf_counter()
 from pathlib import Path
 sys.path.insert(0, {str(ROOT)!r})
 from bundler.format.keys import generate_keypair, load_private_key
+from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
 from bundler.verified import open_verified
 from replay.media import rescore_bundle
@@ -406,7 +408,7 @@ kp = generate_keypair(w / "sample-key") if not (w / "sample-key").exists() else 
 key = load_private_key(w / "sample-key")
 (w / "mini.bundle").unlink(missing_ok=True)
 seal_campaign(sample, w / "mini.bundle", keys=[key])
-ob = open_verified(w / "mini.bundle", allow_unsigned=True)
+ob = open_verified(w / "mini.bundle", trust=Trust.allow_unsigned())
 t1 = time.perf_counter()
 r = rescore_bundle(ob, [sample / "media"], weights_dir=w / "weights")
 t2 = time.perf_counter()

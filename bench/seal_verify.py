@@ -448,10 +448,11 @@ def _probe_seal(campaign: Path, out: Path, media: Path) -> tuple[float, float]:
 
 def _probe_verify(bundle: Path, media: Path) -> tuple[float, float]:
     """Wall and CPU seconds of verify's media hashing phase, first to last progress event."""
+    from bundler.format.trust import Trust
     from bundler.verify import check_bundle
 
     marks = _Marks()
-    rep = check_bundle(bundle, allow_unsigned=True, media_dirs=[media], progress=marks)
+    rep = check_bundle(bundle, trust=Trust.allow_unsigned(), media_dirs=[media], progress=marks)
     if not rep.ok:
         raise BenchFailure(f"check_bundle: {rep.problems[:3]}")
     return marks.span()

@@ -110,6 +110,7 @@ def side_numpy(files: list[Path]) -> int:
 
 def side_ours(files: list[Path], work: Path) -> int:
     """Import, seal, replay; returns the replay's exit code."""
+    from bundler.format.trust import Trust
     from bundler.importers.write import import_campaign
     from bundler.seal import seal_campaign
     from replay.api import replay_bundle
@@ -120,7 +121,7 @@ def side_ours(files: list[Path], work: Path) -> int:
     t1 = time.perf_counter()
     seal_campaign(work / "camp", work / "x.bundle")
     t2 = time.perf_counter()
-    res = replay_bundle(work / "x.bundle", allow_unsigned=True)
+    res = replay_bundle(work / "x.bundle", trust=Trust.allow_unsigned())
     t3 = time.perf_counter()
     print(
         f"  ours: import {t1 - t0:.2f} s, seal {t2 - t1:.2f} s, replay {t3 - t2:.2f} s; "
