@@ -29,6 +29,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from bundler.errors import BundleFormatError, IntegrityError, Problem
 from bundler.format.container import Limits, Member
+from bundler.format.parquet_cost import table_cost_problems
 from bundler.verify import OpenedBundle, VerifyReport, open_bundle
 
 __all__ = ["VerifiedBundle", "open_verified"]
@@ -148,7 +149,8 @@ def open_verified(
     Raises:
         IntegrityError: any integrity problem; or no trusted key verified the signature
             and ``allow_unsigned`` is false.
-        BundleFormatError: the container itself is malformed.
+        BundleFormatError: the container itself is malformed; or decoding its tables would
+            cost more than :class:`bundler.format.parquet_cost.TableCostLimits` allows.
         OSError: the file cannot be read.
     """
     path = Path(path)
@@ -162,5 +164,13 @@ def open_verified(
         raise IntegrityError(
             f"{path}: signature {rep.signature_status}: no trusted key verified it; refused "
             "(pass the signer's public key, or accept unsigned bundles explicitly)"
+        )
+    # A verified table can still decode to gigabytes (one long string named by every row
+    # of a dictionary-coded column, a zstd page of one repeated byte): bounded here, from
+    # the page headers, before any consumer decodes a table.
+    cost = table_cost_problems(opened.members)
+    if cost:
+        raise BundleFormatError(
+            f"{path}: its tables would cost more to decode than the reader allows; refused", cost
         )
     return VerifiedBundle(opened, path, _TOKEN)
