@@ -204,6 +204,17 @@ def test_every_option_has_help(monkeypatch: pytest.MonkeyPatch) -> None:
                 assert p.help, (cmd, p.opts)
 
 
+def test_one_module_per_command() -> None:
+    # main.py only registers; each top-level command (a group with its subcommands)
+    # lives in a module of its own, named after it.
+    modules = {}
+    for name, cmd in main.commands.items():
+        assert cmd.callback is not None
+        modules[name] = cmd.callback.__module__
+        assert modules[name] == f"reprobundle.cli.{name.replace('-', '_')}_cmd", name
+    assert len(set(modules.values())) == len(modules)
+
+
 def test_quiet_prints_the_verdict_line_only(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
