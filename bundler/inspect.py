@@ -62,15 +62,15 @@ def inspect_bundle(path: Path, trusted: Sequence[Ed25519PublicKey] = ()) -> dict
     attempts = _attempts(opened)
     return {
         "path": str(path),
-        "format_version": manifest["format_version"],
-        "campaign": manifest["campaign"],
-        "tables": manifest["tables"],
+        "format_version": manifest.format_version,
+        "campaign": manifest.campaign.to_dict(),
+        "tables": dict(manifest.tables),
         "counts": {
             "receipts_by_phase": _value_counts(opened, "receipts", "phase"),
             "attempts": attempts,
-            "comparisons": manifest["tables"].get("comparisons", 0),
-            "worker_exits": manifest["tables"].get("worker_exits", 0),
-            "claims": manifest["tables"].get("claims", 0),
+            "comparisons": manifest.tables.get("comparisons", 0),
+            "worker_exits": manifest.tables.get("worker_exits", 0),
+            "claims": manifest.tables.get("claims", 0),
         },
         "signature_status": report.signature_status,
         "signers": [
@@ -81,9 +81,9 @@ def inspect_bundle(path: Path, trusted: Sequence[Ed25519PublicKey] = ()) -> dict
             }
             for s in report.signatures
         ],
-        "members": manifest["members"],
-        "external": manifest["external"],
-        "sanitization": manifest["sanitization"],
-        "environment": manifest["environment"],
+        "members": [m.to_dict() for m in manifest.members],
+        "external": [e.to_dict() for e in manifest.external],
+        "sanitization": manifest.sanitization.to_dict(),
+        "environment": dict(manifest.environment),
         "problems": [str(p) for p in report.problems],
     }

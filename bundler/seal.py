@@ -37,6 +37,7 @@ from bundler.format.manifest import (
     build_manifest,
     build_statement,
 )
+from bundler.format.model import Manifest
 from bundler.format.tables import EXTRA_COLUMN, TABLE_NAMES, rows_to_table, table_schema
 
 __all__ = ["PARQUET_OPTIONS", "Progress", "SealResult", "environment", "seal_campaign"]
@@ -461,7 +462,7 @@ def seal_campaign(
         environment=environment(),
     )
     msha = hashlib.sha256(manifest).hexdigest()
-    statement = build_statement(manifest, msha, json.loads(manifest))
+    statement = build_statement(manifest, msha, Manifest.from_dict(json.loads(manifest)))
     envelope = sign_payload(statement, list(keys), INTOTO_PAYLOAD_TYPE)
     ordered = [
         (MANIFEST_NAME, manifest),

@@ -29,6 +29,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from bundler.errors import BundleFormatError, IntegrityError, Problem
 from bundler.format.container import Limits, Member
+from bundler.format.model import Manifest
 from bundler.format.parquet_cost import table_cost_problems
 from bundler.verify import OpenedBundle, VerifyReport, open_bundle
 
@@ -63,7 +64,7 @@ class VerifiedBundle:
         return self._opened.report.signature_status == "verified"
 
     @property
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> Manifest:
         """The signed manifest (present, by construction)."""
         assert self._opened.manifest is not None
         return self._opened.manifest

@@ -164,16 +164,16 @@ def _table(opened: OpenedBundle, name: str) -> pa.Table:
 def integrity_of(bundle: VerifiedBundle | OpenedBundle) -> Integrity:
     """What the integrity check of ``bundle`` established (signature, members, environment)."""
     rep = bundle.report
-    manifest = bundle.manifest or {}
-    recorded = manifest.get("environment", {})
+    manifest = bundle.manifest
+    recorded = manifest.environment if manifest else {}
     now = _environment_now()
     return Integrity(
         signature_status=rep.signature_status,
         verified_by=tuple(s.verified_by for s in rep.signatures if s.valid and s.verified_by),
         format_version=rep.format_version,
-        members=len(manifest.get("members", [])),
-        external=len(manifest.get("external", [])),
-        environment={k: str(recorded.get(k)) for k in _COMPARED_ENVIRONMENT if k in recorded},
+        members=len(manifest.members) if manifest else 0,
+        external=len(manifest.external) if manifest else 0,
+        environment={k: recorded[k] for k in _COMPARED_ENVIRONMENT if k in recorded},
         environment_now={k: now[k] for k in _COMPARED_ENVIRONMENT},
     )
 

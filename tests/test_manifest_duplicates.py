@@ -21,6 +21,7 @@ from bundler._internal import jcs
 from bundler.format.container import read_container, write_container
 from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
 from bundler.format.manifest import ENVELOPE_NAME, MANIFEST_NAME, build_statement
+from bundler.format.model import Manifest
 from bundler.verify import check_bundle
 from reprobundle.cli.main import main
 from tests.conftest import Keys
@@ -45,7 +46,9 @@ def _resign_with(sealed: Path, out: Path, keys: Keys, edit: Any) -> Path:
     unique = copy.deepcopy(doc)
     unique["members"] = _last_wins(unique["members"])
     unique["external"] = _last_wins(unique["external"])
-    statement = build_statement(manifest, hashlib.sha256(manifest).hexdigest(), unique)
+    statement = build_statement(
+        manifest, hashlib.sha256(manifest).hexdigest(), Manifest.from_dict(unique)
+    )
     content[MANIFEST_NAME] = manifest
     content[ENVELOPE_NAME] = sign_payload(statement, [keys.private], INTOTO_PAYLOAD_TYPE).to_bytes()
     with out.open("wb") as fh:

@@ -116,8 +116,7 @@ def bundle_facts(
 ) -> BundleFacts:
     """What the report shows beyond the replay, from the opened bundle."""
     sha, size = _sha256(path)
-    manifest = opened.manifest or {}
-    sanitization = manifest.get("sanitization") or {}
+    manifest = opened.manifest
     by_status, samples = _status_counts(inputs)
     sources_cols = ["source_id", "optimization", "origin", "adopted", "evidence", "evidence_limit"]
     sources_table = inputs.table("sources")
@@ -131,11 +130,11 @@ def bundle_facts(
             SignatureRow(s.index, s.keyid_hint, s.valid, s.verified_by)
             for s in opened.report.signatures
         ),
-        environment={str(k): str(v) for k, v in (manifest.get("environment") or {}).items()},
-        scrubbed=tuple(sanitization.get("scrubbed") or ()),
-        unscrubbed=tuple(sanitization.get("unscrubbed") or ()),
-        members=len(manifest.get("members") or ()),
-        external=tuple(manifest.get("external") or ()),
+        environment=dict(manifest.environment) if manifest else {},
+        scrubbed=manifest.sanitization.scrubbed if manifest else (),
+        unscrubbed=manifest.sanitization.unscrubbed if manifest else (),
+        members=len(manifest.members) if manifest else 0,
+        external=manifest.external if manifest else (),
         sources=tuple(sources_table.select(cols).to_pylist()),
         trials=_trials(inputs, attempt),
         status_by_attempt=by_status,

@@ -43,14 +43,14 @@ def artifacts_section(facts: BundleFacts, media: Mapping[str, Any] | None) -> Se
     ext = list(facts.external)
     rows = []
     for e in ext[:MAX_ROWS]:
-        seen = found.get(str(e.get("sha256")))
+        seen = found.get(e.sha256)
         rows.append(
             (
-                cell(Span(str(e.get("path", "")), "code")),
-                cell(str(e.get("kind", ""))),
-                cell(_bytes(e.get("bytes")), num=True),
-                cell(Span(str(e.get("sha256", "")), "code")),
-                cell(str(e.get("availability", ""))),
+                cell(Span(e.path, "code")),
+                cell(e.kind),
+                cell(_bytes(e.bytes), num=True),
+                cell(Span(e.sha256, "code")),
+                cell(e.availability),
                 cell(
                     f"media replay: {seen}" if seen else "external: not looked for",
                     "good"
@@ -61,8 +61,8 @@ def artifacts_section(facts: BundleFacts, media: Mapping[str, Any] | None) -> Se
                 ),
             )
         )
-    kinds = Counter(str(e.get("kind")) for e in ext)
-    avail = Counter(str(e.get("availability")) for e in ext)
+    kinds = Counter(e.kind for e in ext)
+    avail = Counter(e.availability for e in ext)
     blocks: list[Block] = [
         Para(
             rich(

@@ -46,7 +46,7 @@ def _absent() -> Section:
 
 def _weights_table(weights: list[Mapping[str, Any]], facts: BundleFacts) -> Table:
     """One row per weight file, with its availability as an external artifact."""
-    external = {str(e.get("sha256")): e for e in facts.external}
+    external = {e.sha256: e for e in facts.external}
     rows = []
     for w in weights:
         ext = external.get(str(w.get("sha256")))
@@ -57,7 +57,7 @@ def _weights_table(weights: list[Mapping[str, Any]], facts: BundleFacts) -> Tabl
                 cell(Span(str(w.get("sha256", "")), "code")),
                 cell(_bytes(w.get("bytes")), num=True),
                 cell(
-                    str(ext.get("availability")) if ext else "not listed among external artifacts",
+                    ext.availability if ext else "not listed among external artifacts",
                     "" if ext else "warn",
                 ),
             )
