@@ -74,7 +74,7 @@ def test_the_vector_bundles_manifest_and_statement_round_trip() -> None:
 
 # --------------------------------------------------------------------------- generated
 
-_KEY = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8)
+_KEY = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=8)
 _SCALAR = st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.text(max_size=8)
 _JSON = st.recursive(
     _SCALAR,
@@ -82,7 +82,7 @@ _JSON = st.recursive(
     max_leaves=6,
 )
 _HEX = st.text("0123456789abcdef", min_size=64, max_size=64)
-_NAME = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=12)
+_NAME = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=12)
 
 
 def _with_unknown(known: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
@@ -191,7 +191,7 @@ _NUM = st.floats(0.001, 1e6, allow_nan=False) | st.integers(1, 10**6)
 
 @st.composite
 def plans(draw: st.DrawFn) -> dict[str, Any]:
-    request = {
+    request: dict[str, Any] = {
         "api": draw(st.sampled_from(["videos-async", "openai-completions"])),
         "timing_boundary": draw(_KEY),
     }

@@ -12,6 +12,7 @@ import io
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -39,7 +40,7 @@ def gates_parquet(groups: int, per_group: int, definition: str, dictionary: bool
     buf = io.BytesIO()
     with pq.ParquetWriter(buf, schema, use_dictionary=dictionary, compression="zstd") as w:
         for g in range(groups):
-            cols = {
+            cols: dict[str, list[Any]] = {
                 "gate_id": [f"g{g}-{i}" for i in range(per_group)],
                 "metric": ["ssim"] * per_group,
                 "op": [">="] * per_group,
@@ -91,7 +92,7 @@ def test_the_bound_is_an_upper_bound_close_to_what_decoding_costs() -> None:
     words = [f"definition number {i % 37} " * (1 + i % 5) for i in range(3000)]
     schema = arrow_schema("gates")
     n = len(words)
-    cols = {
+    cols: dict[str, list[Any]] = {
         "gate_id": [f"g{i}" for i in range(n)],
         "metric": ["ssim"] * n,
         "op": [">="] * n,
