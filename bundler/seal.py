@@ -25,7 +25,13 @@ from bundler._internal.confined import ConfinedTree
 from bundler.campaign.columnar import ColumnTable, per_row_forced, to_bundle_table
 from bundler.campaign.load import Campaign, load_campaign
 from bundler.campaign.plan_check import seal_plan_findings
-from bundler.campaign.sanitize import CREDENTIAL_RULES, Finding, SanitizeError, Sanitizer
+from bundler.campaign.sanitize import (
+    CREDENTIAL_RULES,
+    RULES_VERSION,
+    Finding,
+    SanitizeError,
+    Sanitizer,
+)
 from bundler.errors import CampaignError, Problem, UsageError
 from bundler.format.container import write_container
 from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
@@ -460,6 +466,7 @@ def seal_campaign(
         sanitization=san.report(),
         findings=finding_rows,
         environment=environment(),
+        rules_version=RULES_VERSION,
     )
     msha = hashlib.sha256(manifest).hexdigest()
     statement = build_statement(manifest, msha, Manifest.from_dict(json.loads(manifest)))

@@ -74,11 +74,6 @@ class VerifiedBundle:
         """Members by name."""
         return self._opened.members
 
-    @property
-    def opened(self) -> OpenedBundle:
-        """The underlying opened bundle (for code that predates this type)."""
-        return self._opened
-
     def member_bytes(self, name: str) -> bytes | None:
         """The bytes of member ``name``, or None when the bundle has no such member."""
         m = self._opened.members.get(name)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from bundler.errors import (
@@ -28,6 +28,7 @@ from bundler.errors import (
     EXIT_OK,
     EXIT_UNVERIFIABLE,
 )
+from replay.inputs import ReplayInputs
 from replay.sections.attempts import AttemptsResult
 from replay.sections.claims import CONTRADICTED, UNVERIFIABLE, ClaimsResult
 from replay.sections.conformance import ConformanceResult
@@ -159,6 +160,9 @@ class ReplayResult:
     media: CheckedSection | None = None
     against: CheckedSection | None = None
     serving: tuple[ServingPoint, ...] = ()
+    inputs: ReplayInputs | None = field(default=None, repr=False, compare=False)
+    """The decoded inputs the sections were derived from (the report's other sections
+    read them rather than decoding the bundle again); no view serializes them."""
 
     @property
     def accepted_attempt(self) -> str:

@@ -83,7 +83,7 @@ class ContentLimits:
     :class:`Limits` bounds reading the archive; these bound the content, whose cost
     in replay grows with it (a signature says who sealed a bundle, not that its
     content is sane). Replay refuses a bundle over any of them up front, located
-    (``replay.engine.limits``). Each is far above an honest campaign and chosen so
+    (``bundler.content``). Each is far above an honest campaign and chosen so
     that replay of a bundle at every limit stays under 1 GiB of peak memory; the
     measured cost per row is in ``specs/bundle-format.md``.
     """

@@ -21,7 +21,6 @@ from typing import Any, TypeVar
 
 from bundler._internal import jcs
 from bundler._internal.schemas import document_errors
-from bundler.campaign.sanitize import RULES_VERSION
 from bundler.errors import BundleFormatError
 from bundler.format.model import Manifest, Statement
 
@@ -71,8 +70,14 @@ def build_manifest(
     sanitization: list[dict[str, Any]],
     findings: list[dict[str, Any]],
     environment: dict[str, str],
+    rules_version: str,
 ) -> bytes:
-    """Canonical bytes of ``manifest.json`` (see ``specs/bundle-format.md``)."""
+    """Canonical bytes of ``manifest.json`` (see ``specs/bundle-format.md``).
+
+    ``rules_version`` is the scrubbing rules' version the sealer applied
+    (``bundler.campaign.sanitize.RULES_VERSION``): the format records it, and knows
+    nothing of the campaign code above it.
+    """
     doc = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -81,7 +86,7 @@ def build_manifest(
         "tables": tables,
         "external": external,
         "sanitization": {
-            "rules_version": RULES_VERSION,
+            "rules_version": rules_version,
             "scrubbed": sanitization,
             "unscrubbed": findings,
         },
