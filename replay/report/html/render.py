@@ -25,7 +25,6 @@ from bundler.verified import VerifiedBundle
 from bundler.verify import OpenedBundle
 from replay.api import inputs_from_bundle
 from replay.inputs import ReplayInputs
-from replay.report.html.extras import normalize_media, normalize_rerun
 from replay.report.html.model import BundleFacts, ServerTrials, SignatureRow, build_model
 from replay.report.html.view import Report
 from replay.result import ReplayResult
@@ -158,8 +157,6 @@ def report_model(bundle: VerifiedBundle, result: ReplayResult, *, charts: bool =
     return build_model(
         result,
         facts,
-        media=None if result.media is None else normalize_media(result.media),
-        rerun=None if result.against is None else normalize_rerun(result.against),
         charts=charts,
         generator=f"reprobundle {__version__} (bundle report)",
     )
