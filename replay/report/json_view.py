@@ -12,6 +12,7 @@ from typing import Any
 
 from bundler._internal.timefmt import format_ns
 from replay.engine.exact import Exact
+from replay.engine.verdicts import MediaVerdict
 from replay.report.model import headline
 from replay.result import SECTIONS, ReplayResult
 from replay.sections.claims import CONFIRMED, CONTRADICTED, UNVERIFIABLE
@@ -287,16 +288,30 @@ def result_to_dict(r: ReplayResult) -> dict[str, Any]:
         "telemetry": _telemetry(r),
         "quality": _quality(r),
         "claims": _claims(r),
-        "media": _extra(r, "media"),
-        "against": _extra(r, "against"),
+        "media": _media(r),
+        "against": _against(r),
         "serving": [asdict(p) for p in r.serving],
     }
 
 
-def _extra(r: ReplayResult, section: str) -> dict[str, Any] | None:
-    extra = getattr(r, section)
-    if extra is None:
+def _media(r: ReplayResult) -> dict[str, Any] | None:
+    media, outcome = r.media, r.media_outcome()
+    if media is None or outcome is None:
         return None
-    doc: dict[str, Any] = extra.to_dict()
-    doc["limits"] = list(r.limits(section))
+    # The section's word and exit code lead its JSON form (the schema requires them);
+    # both come from the one result, by the one precedence.
+    doc: dict[str, Any] = {
+        "verdict": MediaVerdict.of(outcome),
+        "exit_code": outcome.exit_code,
+        **media.to_dict(),
+    }
+    doc["limits"] = list(r.limits("media"))
+    return doc
+
+
+def _against(r: ReplayResult) -> dict[str, Any] | None:
+    if r.against is None:
+        return None
+    doc = r.against.to_dict()
+    doc["limits"] = list(r.limits("against"))
     return doc

@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 from bundler._internal.textsafe import safe
 from bundler._internal.timefmt import format_ns
 from replay.engine.exact import Exact, display, round_half_even
+from replay.engine.verdicts import MediaVerdict
+from replay.report.words import shout
 from replay.result import ReplayResult
 from replay.sections.claims import CONFIRMED, CONTRADICTED, UNVERIFIABLE
-from replay.sections.quality import FAIL, PASS, UNATTESTED
+from replay.sections.quality import PASS, UNATTESTED
 
 __all__ = ["Section", "Table", "headline", "section_summaries", "sections", "with_unit"]
 
@@ -441,7 +443,7 @@ def _quality(r: ReplayResult) -> Section:
     ]
     bad = [c for c in q.checks if c.verdict != PASS]
     for c in bad[:50]:
-        verdict = "FAIL" if c.verdict == FAIL else c.verdict.upper()
+        verdict = shout(c.verdict)
         blocks.append(
             f"{verdict}: {c.comparison_id} {c.metric} = {c.value:g} ({c.gate_id}, margin "
             f"{display(c.margin)})"
@@ -605,18 +607,19 @@ def section_summaries(r: ReplayResult) -> tuple[tuple[str, str], ...]:
                 "throughput and p99 latency per point with -v",
             )
         )
-    if r.media is not None:
+    media = r.media_outcome()
+    if r.media is not None and media is not None:
         m = r.media
         out.append(
             (
                 "media",
-                f"re-scored: {m.to_dict().get('verdict')}; "
+                f"re-scored: {MediaVerdict.of(media)}; "
                 f"{len(m.integrity_failures())} integrity failure(s), "
                 f"{len(m.failures())} failure(s), {len(m.gaps())} gap(s)",
             )
         )
     if r.against is not None:
-        rep = r.against.to_dict().get("reproduced")
+        rep = r.against.reproduced
         word = "could not be judged" if rep is None else "reproduced" if rep else "not reproduced"
         out.append(("rerun", f"effect {word} against the sealed bundle"))
     out.append(
@@ -638,14 +641,16 @@ def _signed(value: Exact | None) -> str:
 def _extras(r: ReplayResult) -> list[Section]:
     """The media re-score and the rerun comparison, in their own words (lines)."""
     out = []
-    if r.media is not None:
+    media = r.media_outcome()
+    if r.media is not None and media is not None:
+        # Lazy: the media package loads numpy and scipy, the comparison the replay front door.
         from replay.media import format_report
 
-        lines = format_report(r.media).splitlines()  # type: ignore[arg-type]
+        lines = format_report(r.media, media).splitlines()
         out.append(Section("Media re-scored", tuple(lines), r.limits("media")))
     if r.against is not None:
         from replay.sections.against import format_comparison
 
-        lines = format_comparison(r.against)  # type: ignore[arg-type]
+        lines = format_comparison(r.against)
         out.append(Section("Rerun vs sealed", tuple(lines), r.limits("against")))
     return out

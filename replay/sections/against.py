@@ -45,6 +45,7 @@ from bundler.errors import CouldNotRunError, Problem, UsageError
 from bundler.verified import VerifiedBundle
 from replay.engine.arrow import equals, filter_table, rows
 from replay.engine.exact import to_double
+from replay.engine.verdicts import Reproduction
 from replay.inputs import ReplayInputs
 from replay.sections.attempts import accepted_attempt
 from replay.sections.latency import ArmLatency, PairLatency
@@ -130,7 +131,7 @@ class Side:
         ]
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (the keys ``replay/report/html/extras.py`` reads are kept stable)."""
+        """JSON-ready form (``--json``'s ``against.sealed`` / ``against.rerun``)."""
         lc = self.lifecycle
         arms = [] if self.stats is None else self.stats.latency.arms
         return {
@@ -591,7 +592,7 @@ def format_comparison(c: RerunComparison) -> list[str]:
     The evidence limits are not among them: every view prints ``c.limits`` (via
     ``ReplayResult.limits("against")``) with the section, as for every section.
     """
-    word = {True: "reproduced", False: "NOT reproduced", None: "not judged"}[c.reproduced]
+    word = Reproduction.of(c.reproduced)
     lines = [
         f"rerun {c.rerun.campaign_id} ({c.rerun.attempt}) against sealed "
         f"{c.sealed.campaign_id} ({c.sealed.attempt}): effect {word}",

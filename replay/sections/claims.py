@@ -23,10 +23,11 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Protocol
 
 from bundler.format.vocabulary import STATISTICS
 from replay.engine.exact import Exact, Root, display, round_half_even, shortest
+from replay.engine.verdicts import ClaimStatus
 from replay.inputs import ReplayInputs
 from replay.sections.latency import ArmLatency, LatencyResult, compute_latency
 from replay.sections.quality import UNATTESTED, MetricSummary
@@ -45,10 +46,10 @@ __all__ = [
     "check_claims",
 ]
 
-ClaimStatus = Literal["confirmed", "contradicted", "unverifiable"]
-CONFIRMED: Final = "confirmed"
-CONTRADICTED: Final = "contradicted"
-UNVERIFIABLE: Final = "unverifiable"
+# The names the views import; the words are :class:`ClaimStatus`'s.
+CONFIRMED: Final = ClaimStatus.CONFIRMED
+CONTRADICTED: Final = ClaimStatus.CONTRADICTED
+UNVERIFIABLE: Final = ClaimStatus.UNVERIFIABLE
 
 LIMITS = (
     "Each claim is recomputed from the tables of this bundle; a confirmed claim is exactly "

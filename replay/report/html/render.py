@@ -23,7 +23,6 @@ from bundler import __version__
 from bundler.errors import UsageError
 from bundler.verified import VerifiedBundle
 from replay.inputs import ReplayInputs
-from replay.report.html.extras import normalize_media, normalize_rerun
 from replay.report.html.model import BundleFacts, ServerTrials, SignatureRow, build_model
 from replay.report.html.view import Report
 from replay.result import ReplayResult
@@ -155,8 +154,6 @@ def report_model(bundle: VerifiedBundle, result: ReplayResult, *, charts: bool =
     return build_model(
         result,
         facts,
-        media=None if result.media is None else normalize_media(result.media),
-        rerun=None if result.against is None else normalize_rerun(result.against),
         charts=charts,
         generator=f"reprobundle {__version__} (bundle report)",
     )

@@ -16,8 +16,7 @@ from typing import Any
 
 from replay.engine.exact import Exact, is_negative, round_half_even
 from replay.report.html.view import Span
-from replay.result import Outcome
-from replay.sections.claims import CONFIRMED, CONTRADICTED, UNVERIFIABLE
+from replay.report.words import CLAIM_STYLE, OUTCOME_STYLE
 
 __all__ = [
     "MAX_ROWS",
@@ -30,23 +29,15 @@ __all__ = [
     "_margin",
     "_n",
     "_pct",
+    "_plain",
     "_status_span",
 ]
 
 MAX_ROWS = 200
 """Longest table the report prints in full; longer ones show the rows that matter."""
 
-_STATUS_STYLE = {CONFIRMED: "good", CONTRADICTED: "bad", UNVERIFIABLE: "warn"}
-_OUTCOME_STYLE = {
-    Outcome.CONFIRMED: "good",
-    Outcome.CONTRADICTED: "bad",
-    Outcome.INTEGRITY_FAILED: "bad",
-    Outcome.UNVERIFIED: "warn",
-    Outcome.NOT_EVIDENCED: "",  # neutral: nothing evidenced is neither a pass nor a failure
-    "CONFIRMED": "good",
-    "CONTRADICTED": "bad",
-    "UNVERIFIED": "warn",
-}
+_STATUS_STYLE = CLAIM_STYLE
+_OUTCOME_STYLE = OUTCOME_STYLE
 NOT_EVIDENCED = "not evidenced"
 
 
@@ -61,6 +52,17 @@ def _f(value: float | None) -> str:
     if value is None or not math.isfinite(value):
         return "-" if value is None else str(value)
     return f"{value:g}"
+
+
+def _plain(value: str | float | None) -> str:
+    """A value as short text: ``-`` when missing, a float in 6 significant digits."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.6g}" if math.isfinite(value) else str(value)
+    return str(value)
 
 
 def _margin(m: Fraction) -> str:

@@ -9,6 +9,7 @@ states each one.
 from __future__ import annotations
 
 from replay.engine.exact import display
+from replay.engine.verdicts import MediaVerdict
 from replay.report.html.facts import BundleFacts
 from replay.report.html.sections.claim_notes import _claim, _claim_note
 from replay.report.html.sections.common import (
@@ -98,14 +99,10 @@ def _evidence_figures(r: ReplayResult, facts: BundleFacts) -> list[KeyFigure]:
 def _optional_figures(r: ReplayResult) -> list[KeyFigure]:
     """The media re-score and the rerun comparison, when they were done."""
     items: list[KeyFigure] = []
-    if r.media is not None:
-        m = r.media.to_dict()
+    media = r.media_outcome()
+    if media is not None:
         items.append(
-            KeyFigure(
-                "media re-scored",
-                str(m.get("verdict", "")).upper(),
-                style=_OUTCOME_STYLE.get(_media_outcome(r), "warn"),
-            )
+            KeyFigure("media re-scored", str(MediaVerdict.of(media)), style=_OUTCOME_STYLE[media])
         )
     if r.against is not None:
         items.append(
@@ -130,15 +127,6 @@ def _key_figures(r: ReplayResult, facts: BundleFacts) -> KeyFigures:
 
 def _ratio_style(good: int, total: int) -> str:
     return "good" if good == total else "bad"
-
-
-def _media_outcome(r: ReplayResult) -> str:
-    m = r.media
-    if m is None:
-        return ""
-    if m.integrity_failures() or m.failures():
-        return "CONTRADICTED"
-    return "UNVERIFIED" if m.gaps() else "CONFIRMED"
 
 
 # ----------------------------------------------------------------------------- derivation

@@ -70,8 +70,8 @@ def _weights_table(weights: list[Mapping[str, Any]], facts: BundleFacts) -> Tabl
     )
 
 
-def scorer_section(r: ReplayResult, facts: BundleFacts, media: Mapping[str, Any] | None) -> Section:
-    """The scorer section; ``media`` is the media replay's JSON form, if one was done."""
+def scorer_section(r: ReplayResult, facts: BundleFacts) -> Section:
+    """The scorer section; with the media re-score's scorer identity when one was done."""
     s = r.quality.scorer
     if s is None:
         return _absent()
@@ -91,14 +91,9 @@ def scorer_section(r: ReplayResult, facts: BundleFacts, media: Mapping[str, Any]
         _weights_table(weights, facts),
     ]
     status, style = "recorded", "good"
-    if media is not None and isinstance(media.get("scorer"), Mapping):
-        ms = media["scorer"]
-        status = str(ms.get("status", "?"))
-        style = "good" if status == "attested" else "warn"
-        blocks.append(
-            Para(
-                rich(f"Media replay: scorer {status}. ", str(ms.get("reason", ""))),
-                style,
-            )
-        )
+    ms = None if r.media is None else r.media.scorer
+    if ms is not None:
+        status = ms.status
+        style = "good" if ms.attested else "warn"
+        blocks.append(Para(rich(f"Media replay: scorer {status}. ", ms.reason), style))
     return Section("scorer", "Scorer identity", tuple(blocks), _LIMITS, status, style)
