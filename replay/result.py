@@ -60,7 +60,6 @@ SECTIONS = (
     "quality",
     "claims",
 )
-NOT_EVIDENCED = "not evidenced"
 
 
 class Outcome(enum.StrEnum):

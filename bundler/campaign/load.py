@@ -42,7 +42,6 @@ __all__ = [
 
 REQUIRED_TABLES = ("attempts", "receipts", "claims")
 _TABLE_EXTS = (".jsonl", ".csv", ".json")
-_RESERVED_DIRS = ("plans", "logs")
 _MAX_PROBLEMS_PER_FILE = 200
 
 

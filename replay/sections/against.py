@@ -130,7 +130,7 @@ class Side:
         ]
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (the keys ``replay/report/html/extras.py`` reads are kept stable)."""
+        """JSON-ready form (the keys ``replay/report/html/jsonform.py`` reads are kept stable)."""
         lc = self.lifecycle
         arms = [] if self.stats is None else self.stats.latency.arms
         return {

@@ -10,8 +10,6 @@
 - :mod:`replay.report.html.charts`: the repeated-trial chart, inline SVG (matplotlib)
 - :mod:`replay.report.html.html` / :mod:`replay.report.markdown`: the two renderers
 - :mod:`replay.report.escape`: escaping, and closing syntax neutralized
-- :mod:`replay.report.html.extras`: the optional media replay and rerun sections, under
-  their former import path
 
 See ``docs/report.md``. Importing this package loads nothing heavy; matplotlib
 is imported only when a chart is drawn.

@@ -25,7 +25,7 @@ from bundler.verified import VerifiedBundle
 from bundler.verify import OpenedBundle
 from replay.api import inputs_from_bundle
 from replay.inputs import ReplayInputs
-from replay.report.html.extras import normalize_media, normalize_rerun
+from replay.report.html.jsonform import normalize_media, normalize_rerun
 from replay.report.html.model import BundleFacts, ServerTrials, SignatureRow, build_model
 from replay.report.html.view import Report
 from replay.result import ReplayResult
