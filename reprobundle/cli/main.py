@@ -32,7 +32,6 @@ from reprobundle.cli.common import (
     cli_errors,
     emit_json,
     examples,
-    hidden_alias,
     say,
     say_lines,
     trust_options,
@@ -246,13 +245,6 @@ def keygen(
     multiple=True,
     help="Folder where external artifacts (media) may be found to hash (repeatable).",
 )
-@hidden_alias(
-    "--artifacts",
-    "old_artifact_dirs",
-    "--media",
-    type=click.Path(file_okay=False, path_type=Path),
-    multiple=True,
-)
 @click.option("--jobs", type=click.IntRange(min=1), help="Hashing threads (default: cores).")
 @click.option("--force", is_flag=True, help="Replace an existing output file.")
 @click.option("--progress/--no-progress", default=True, help="Progress bar on a terminal.")
@@ -265,7 +257,6 @@ def seal(
     unsigned: bool,
     passphrase_file: Path | None,
     artifact_dirs: tuple[Path, ...],
-    old_artifact_dirs: tuple[Path, ...],
     jobs: int | None,
     force: bool,
     progress: bool,
@@ -283,7 +274,6 @@ def seal(
             raise UsageError("--key and --unsigned exclude each other")
         pw = read_passphrase_file(passphrase_file) if passphrase_file else None
         keys = [load_private_key(p, pw) for p in key_paths]
-        artifact_dirs = artifact_dirs + old_artifact_dirs
         bar = _Bar("sealing", progress and not as_json)
         try:
             res = seal_campaign(
@@ -451,13 +441,6 @@ def _print_verify(rep: Any, verbosity: int) -> None:
     multiple=True,
     help="Folder holding external artifacts (media) to check (repeatable).",
 )
-@hidden_alias(
-    "--artifacts",
-    "old_media_dirs",
-    "--media",
-    type=click.Path(file_okay=False, path_type=Path),
-    multiple=True,
-)
 @click.option("--jobs", type=click.IntRange(min=1), help="Hashing threads (default: cores).")
 @click.option("--progress/--no-progress", default=True, help="Progress bar on a terminal.")
 @verbosity_options
@@ -468,7 +451,6 @@ def verify(
     trusted_keys: Path | None,
     allow_unsigned: bool,
     media_dirs: tuple[Path, ...],
-    old_media_dirs: tuple[Path, ...],
     jobs: int | None,
     progress: bool,
     verbosity: int,
@@ -479,7 +461,6 @@ def verify(
 
     with cli_errors(as_json):
         keys = _load_keys(key_paths, trusted_keys)
-        media_dirs = media_dirs + old_media_dirs
         if not keys and not allow_unsigned:
             raise UsageError(
                 "give --key or --trusted-keys to check signatures, "
