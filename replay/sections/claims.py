@@ -183,10 +183,6 @@ class _Ctx:
 _Eval = Callable[[_Ctx, Mapping[str, Any], str], _Outcome]
 
 
-def _s(v: Exact) -> str:
-    return display(v)
-
-
 # --- latency statistics --------------------------------------------------------------
 
 
@@ -201,7 +197,7 @@ def _arm(ctx: _Ctx, p: Mapping[str, Any]) -> ArmLatency | _Missing:
 
 
 def _means_text(a: ArmLatency) -> str:
-    return ", ".join(f"{s.server} {_s(s.mean_s)} (n={s.n})" for s in a.servers)
+    return ", ".join(f"{s.server} {display(s.mean_s)} (n={s.n})" for s in a.servers)
 
 
 def _server_mean(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
@@ -211,7 +207,7 @@ def _server_mean(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
             return _Value(
                 s.mean_s,
                 f"mean of the {s.n} measured ok requests of server {server} "
-                f"(arm {s.arm}) = {_s(s.mean_s)} s",
+                f"(arm {s.arm}) = {display(s.mean_s)} s",
             )
     return _Missing(
         f"server {server!r} of arm {p.get('arm')!r} has no measured ok request in attempt "
@@ -225,7 +221,7 @@ def _arm_mean(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
         return a if isinstance(a, _Missing) else _Missing("no samples")
     return _Value(
         a.mean_s,
-        f"mean of the {len(a.servers)} server means [{_means_text(a)}] = {_s(a.mean_s)} s",
+        f"mean of the {len(a.servers)} server means [{_means_text(a)}] = {display(a.mean_s)} s",
     )
 
 
@@ -238,7 +234,7 @@ def _sd_server_means(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
     return _Value(
         a.sd_server_means_s,
         f"sample SD (n − 1) across the {len(a.servers)} server means [{_means_text(a)}] = "
-        f"{_s(a.sd_server_means_s)} s",
+        f"{display(a.sd_server_means_s)} s",
     )
 
 
@@ -251,7 +247,7 @@ def _sd_requests(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
     return _Value(
         a.sd_requests_s,
         f"sample SD (n − 1) across the {a.n_requests} individual measured requests of arm "
-        f"{a.arm} (not across server means) = {_s(a.sd_requests_s)} s",
+        f"{a.arm} (not across server means) = {display(a.sd_requests_s)} s",
     )
 
 
@@ -265,8 +261,9 @@ def _cv(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
     scale = " × 100" if unit == "%" else ""
     return _Value(
         v,
-        f"SD across server means / arm mean{scale} = {_s(a.sd_server_means_s or Root(Fraction(0)))}"
-        f" / {_s(a.mean_s or Fraction(0))}{scale} = {_s(v)}",
+        f"SD across server means / arm mean{scale} = "
+        f"{display(a.sd_server_means_s or Root(Fraction(0)))}"
+        f" / {display(a.mean_s or Fraction(0))}{scale} = {display(v)}",
     )
 
 
@@ -289,11 +286,15 @@ def _pair_stat(which: str) -> _Eval:
                 return _Missing(f"arm {b} has a zero mean")
             return _Value(
                 pair.percent_lower,
-                f"(1 − {_s(cm.mean_s)} / {_s(bm.mean_s)}) × 100 = {_s(pair.percent_lower)} %",
+                f"(1 − {display(cm.mean_s)} / {display(bm.mean_s)}) × 100 = "
+                f"{display(pair.percent_lower)} %",
             )
         if pair.speedup is None:
             return _Missing(f"arm {c} has a zero mean")
-        return _Value(pair.speedup, f"{_s(bm.mean_s)} / {_s(cm.mean_s)} = {_s(pair.speedup)}×")
+        return _Value(
+            pair.speedup,
+            f"{display(bm.mean_s)} / {display(cm.mean_s)} = {display(pair.speedup)}×",
+        )
 
     return ev
 
@@ -380,7 +381,7 @@ def _hbm_mean(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
     return _Value(
         a.mean_peak_mb,
         f"mean of {a.devices} sampled (server, device) peaks of arm {a.arm} = "
-        f"{_s(a.mean_peak_mb)} MB",
+        f"{display(a.mean_peak_mb)} MB",
     )
 
 
@@ -395,7 +396,8 @@ def _hbm_change(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
     assert cm.mean_peak_mb is not None
     return _Value(
         pair.change_pct,
-        f"({_s(cm.mean_peak_mb)} / {_s(bm.mean_peak_mb)} − 1) × 100 = {_s(pair.change_pct)} %",
+        f"({display(cm.mean_peak_mb)} / {display(bm.mean_peak_mb)} − 1) × 100 = "
+        f"{display(pair.change_pct)} %",
     )
 
 
@@ -427,7 +429,8 @@ def _metric_extreme(which: str) -> _Eval:
         word = "smallest" if which == "min" else "largest"
         return _Value(
             v,
-            f"{word} of {m.recorded} recorded {m.metric} values = {_s(v)}{_scorer_note(ctx, m)}",
+            f"{word} of {m.recorded} recorded {m.metric} values = {display(v)}"
+            f"{_scorer_note(ctx, m)}",
         )
 
     return ev
@@ -443,7 +446,8 @@ def _gate_closest(margin: bool) -> _Eval:
             return _Missing(f"metric {m.metric!r} has no frozen gate to measure a margin to")
         g = next(s.gate for s in ctx.stats.quality.gates if s.gate.gate_id == c.gate_id)
         text = (
-            f"comparison {c.comparison_id}: {m.metric} = {c.value!r}, margin {_s(c.margin)} to "
+            f"comparison {c.comparison_id}: {m.metric} = {c.value!r}, "
+            f"margin {display(c.margin)} to "
             f"gate {g.gate_id} ({g.op} {g.threshold!r}), the smallest of its checks"
             f"{_scorer_note(ctx, m)}"
         )

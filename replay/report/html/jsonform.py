@@ -16,7 +16,7 @@ from typing import Any
 
 from bundler.errors import UsageError
 
-__all__ = ["_list", "_map", "_t", "normalize_media", "normalize_rerun"]
+__all__ = ["_json_text", "_list", "_map", "normalize_media", "normalize_rerun"]
 
 
 def _as_dict(obj: Any, what: str) -> Mapping[str, Any]:
@@ -66,7 +66,7 @@ def normalize_rerun(obj: Any, what: str = "rerun result") -> Mapping[str, Any]:
 # ----------------------------------------------------------------------------- readers
 
 
-def _t(x: Any) -> str:
+def _json_text(x: Any) -> str:
     """Any JSON value as short text."""
     if x is None:
         return "-"

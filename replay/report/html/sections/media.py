@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from replay.report.html.jsonform import _list, _t
+from replay.report.html.jsonform import _json_text, _list
 from replay.report.html.sections.common import MAX_ROWS
 from replay.report.html.view import Block, Para, Section, Span, Table, cell, rich
 
@@ -39,16 +39,19 @@ def _gates_table(gates: list[Mapping[str, Any]]) -> Table:
     for g in gates:
         counts = g.get("counts")
         counts_text = (
-            ", ".join(f"{k} {_t(v)}" for k, v in sorted(counts.items()))
+            ", ".join(f"{k} {_json_text(v)}" for k, v in sorted(counts.items()))
             if isinstance(counts, Mapping)
             else "-"
         )
-        rv = _t(g.get("recomputed_verdict"))
+        rv = _json_text(g.get("recomputed_verdict"))
         rows.append(
             (
-                cell(Span(_t(g.get("gate_id")), "code")),
-                cell(f"{_t(g.get('metric'))} {_t(g.get('op'))} {_t(g.get('threshold'))}"),
-                cell(_t(g.get("recorded_verdict"))),
+                cell(Span(_json_text(g.get("gate_id")), "code")),
+                cell(
+                    f"{_json_text(g.get('metric'))} {_json_text(g.get('op'))} "
+                    f"{_json_text(g.get('threshold'))}"
+                ),
+                cell(_json_text(g.get("recorded_verdict"))),
                 cell(rv, _verdict_style(rv)),
                 cell(counts_text),
             )
@@ -68,12 +71,12 @@ def _disagreements(dis: list[Mapping[str, Any]]) -> Block:
         ("comparison", "kind", "what", "recorded", "recomputed", "detail"),
         tuple(
             (
-                cell(Span(_t(d.get("comparison_id")), "code")),
-                cell(_t(d.get("kind"))),
-                cell(_t(d.get("name"))),
-                cell(_t(d.get("recorded"))),
-                cell(_t(d.get("recomputed")), "bad"),
-                cell(_t(d.get("detail"))),
+                cell(Span(_json_text(d.get("comparison_id")), "code")),
+                cell(_json_text(d.get("kind"))),
+                cell(_json_text(d.get("name"))),
+                cell(_json_text(d.get("recorded"))),
+                cell(_json_text(d.get("recomputed")), "bad"),
+                cell(_json_text(d.get("detail"))),
             )
             for d in dis[:MAX_ROWS]
         ),
@@ -88,23 +91,25 @@ def _comparisons_table(comps: list[Mapping[str, Any]]) -> Table:
     rows = []
     for c in comps[:MAX_ROWS]:
         cov = _list(c.get("coverage"))
-        failed = [x for x in cov if _t(x.get("status")).upper() == "FAIL"]
-        v = _t(c.get("verdict"))
+        failed = [x for x in cov if _json_text(x.get("status")).upper() == "FAIL"]
+        v = _json_text(c.get("verdict"))
         rows.append(
             (
-                cell(Span(_t(c.get("comparison_id")), "code")),
+                cell(Span(_json_text(c.get("comparison_id")), "code")),
                 cell(v, _verdict_style(v)),
-                cell(_t(c.get("frames_compared")), num=True),
+                cell(_json_text(c.get("frames_compared")), num=True),
                 cell(
                     "ok"
                     if cov and not failed
                     else "-"
                     if not cov
                     else "FAIL: "
-                    + ", ".join(f"{_t(x.get('check'))} [{_t(x.get('arm'))}]" for x in failed),
+                    + ", ".join(
+                        f"{_json_text(x.get('check'))} [{_json_text(x.get('arm'))}]" for x in failed
+                    ),
                     "bad" if failed else "",
                 ),
-                cell("; ".join(_t(p) for p in (c.get("problems") or [])[:5]) or "-"),
+                cell("; ".join(_json_text(p) for p in (c.get("problems") or [])[:5]) or "-"),
             )
         )
     return Table(
@@ -119,19 +124,20 @@ def _comparisons_table(comps: list[Mapping[str, Any]]) -> Table:
 
 def media_section(media: Mapping[str, Any], comparison_ids: set[str]) -> Section:
     """The media replay section (recorded vs recomputed, per gate and per comparison)."""
-    verdict = _t(media.get("verdict"))
+    verdict = _json_text(media.get("verdict"))
     blocks: list[Block] = [
         Para(
             rich(
                 "Media replay verdict ",
                 Span(verdict, _verdict_style(verdict)),
-                f" (exit {_t(media.get('exit_code'))}), on device {_t(media.get('device'))}.",
+                f" (exit {_json_text(media.get('exit_code'))}), "
+                f"on device {_json_text(media.get('device'))}.",
             ),
             _verdict_style(verdict),
         )
     ]
     comps = _list(media.get("comparisons"))
-    foreign = sorted({_t(c.get("comparison_id")) for c in comps} - comparison_ids)
+    foreign = sorted({_json_text(c.get("comparison_id")) for c in comps} - comparison_ids)
     if foreign:
         blocks.append(
             Para(
@@ -155,7 +161,7 @@ def media_section(media: Mapping[str, Any], comparison_ids: set[str]) -> Section
         blocks.append(
             Table(
                 ("problem",),
-                tuple((cell(_t(p)),) for p in problems[:MAX_ROWS]),
+                tuple((cell(_json_text(p)),) for p in problems[:MAX_ROWS]),
                 caption="What could not be re-scored",
                 row_styles=tuple("warn" for _ in problems[:MAX_ROWS]),
             )

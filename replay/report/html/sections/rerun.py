@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from replay.report.html.jsonform import _list, _map, _t
+from replay.report.html.jsonform import _json_text, _list, _map
 from replay.report.html.view import Block, Cell, Para, Section, Span, Table, cell, rich
 
 __all__ = ["RERUN_LIMITS", "rerun_section"]
@@ -24,7 +24,7 @@ RERUN_LIMITS = (
 
 
 def _side_means(side: Mapping[str, Any]) -> dict[str, Any]:
-    return {_t(a.get("arm")): a.get("mean_s") for a in _list(side.get("arms"))}
+    return {_json_text(a.get("arm")): a.get("mean_s") for a in _list(side.get("arms"))}
 
 
 def _num(x: Any, spec: str) -> str:
@@ -43,12 +43,12 @@ def _effect_row(e: Mapping[str, Any]) -> tuple[Cell, ...]:
     rerun = f"{_num(e.get('rerun_baseline_s'), '.2f')} → {_num(e.get('rerun_candidate_s'), '.2f')}"
     speedups = f"{_num(e.get('sealed_speedup'), '.2f')}× / {_num(e.get('rerun_speedup'), '.2f')}×"
     return (
-        cell(f"{_t(e.get('baseline'))} → {_t(e.get('candidate'))}"),
+        cell(f"{_json_text(e.get('baseline'))} → {_json_text(e.get('candidate'))}"),
         cell(f"{sealed} s", num=True),
         cell(f"{rerun} s", num=True),
         cell(speedups, num=True),
         cell(_num(e.get("speedup_ratio"), ".3f"), num=True),
-        cell(_t(e.get("verdict")), _reproduced_style(e.get("reproduced"))),
+        cell(_json_text(e.get("verdict")), _reproduced_style(e.get("reproduced"))),
     )
 
 
@@ -66,8 +66,8 @@ def _sides_table(sealed: Mapping[str, Any], again: Mapping[str, Any], outputs: A
     rows.append(
         (
             cell("worker exits clean"),
-            cell(f"{_t(lc_s.get('clean'))}/{_t(lc_s.get('total'))}", num=True),
-            cell(f"{_t(lc_r.get('clean'))}/{_t(lc_r.get('total'))}", num=True),
+            cell(f"{_json_text(lc_s.get('clean'))}/{_json_text(lc_s.get('total'))}", num=True),
+            cell(f"{_json_text(lc_r.get('clean'))}/{_json_text(lc_r.get('total'))}", num=True),
         )
     )
     out = _map(outputs)
@@ -75,7 +75,10 @@ def _sides_table(sealed: Mapping[str, Any], again: Mapping[str, Any], outputs: A
         (
             cell("outputs with the sealed SHA-256"),
             cell("-"),
-            cell(f"{_t(out.get('matching'))} of {_t(out.get('compared'))}", num=True),
+            cell(
+                f"{_json_text(out.get('matching'))} of {_json_text(out.get('compared'))}",
+                num=True,
+            ),
         )
     )
     return Table(
@@ -101,17 +104,18 @@ def rerun_section(rerun: Mapping[str, Any], campaign_id: str) -> Section:
                 "Effect ",
                 Span(word, style),
                 f" within a relative tolerance of {tol_text} % on the speedup; plan {plan}; "
-                f"rerun campaign {_t(again.get('campaign_id'))}, "
-                f"attempt {_t(again.get('attempt'))}.",
+                f"rerun campaign {_json_text(again.get('campaign_id'))}, "
+                f"attempt {_json_text(again.get('attempt'))}.",
             ),
             style,
         )
     ]
-    if _t(sealed.get("campaign_id")) != campaign_id:
+    if _json_text(sealed.get("campaign_id")) != campaign_id:
         blocks.append(
             Para(
                 rich(
-                    f"This comparison is against sealed campaign {_t(sealed.get('campaign_id'))}, "
+                    "This comparison is against sealed campaign "
+                    f"{_json_text(sealed.get('campaign_id'))}, "
                     f"not {campaign_id}: it may belong to another bundle."
                 ),
                 "bad",
@@ -134,5 +138,5 @@ def rerun_section(rerun: Mapping[str, Any], campaign_id: str) -> Section:
     )
     blocks.append(_sides_table(sealed, again, rerun.get("outputs")))
     raw = rerun.get("limits")
-    limits = tuple(_t(x) for x in raw) if isinstance(raw, list) and raw else RERUN_LIMITS
+    limits = tuple(_json_text(x) for x in raw) if isinstance(raw, list) and raw else RERUN_LIMITS
     return Section("rerun", "Rerun comparison", tuple(blocks), limits, word, style)
