@@ -255,15 +255,6 @@ def external_groups(externals: list[dict[str, Any]]) -> list[tuple[int, str, str
     return [(n, st, kind, avail) for (st, kind, avail), n in counts.items()]
 
 
-def hidden_alias(old: str, dest: str, new: str, **kwargs: Any) -> Callable[[F], F]:
-    """A hidden, deprecated spelling ``old`` of option ``new``, parsed into ``dest``.
-
-    The command merges ``dest`` into the new option's value; the old spelling keeps
-    working for scripts written against earlier releases but is no longer shown.
-    """
-    return click.option(old, dest, hidden=True, help=f"Deprecated spelling of {new}.", **kwargs)
-
-
 def trust_options(allow_unsigned_help: str) -> Callable[[F], F]:
     """``--key`` (repeatable), ``--trusted-keys FILE`` and ``--allow-unsigned``."""
 

@@ -18,7 +18,6 @@ from reprobundle.cli.common import (
     cli_errors,
     emit_json,
     examples,
-    hidden_alias,
     json_option,
     say,
     trust_options,
@@ -171,9 +170,6 @@ def _show_result(result: RerunResult, as_json: bool) -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="Rerun campaign directory (created, or an earlier rerun of the same bundle to add to).",
 )
-@hidden_alias(
-    "--out", "old_out_dir", "-o/--output", type=click.Path(file_okay=False, path_type=Path)
-)
 @click.option(
     "--endpoint",
     "endpoints",
@@ -250,7 +246,6 @@ def _show_result(result: RerunResult, as_json: bool) -> None:
 def rerun_command(
     bundle: Path,
     out_dir: Path | None,
-    old_out_dir: Path | None,
     endpoints: tuple[str, ...],
     launch: bool,
     launch_command: str | None,
@@ -281,7 +276,6 @@ def rerun_command(
     from rerun.targets import check_launch_consent
 
     with cli_errors(as_json):
-        out_dir = out_dir or old_out_dir
         if out_dir is None:
             raise UsageError("give -o/--output DIR: the rerun campaign directory to write")
         trusted = load_trusted_keys(key_paths, trusted_keys)

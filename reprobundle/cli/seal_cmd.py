@@ -16,7 +16,6 @@ from reprobundle.cli.common import (
     emit_json,
     examples,
     exits,
-    hidden_alias,
     json_option,
     say,
     verbosity_options,
@@ -73,13 +72,6 @@ SEAL_EXIT_HELP = exits(
     multiple=True,
     help="Folder where external artifacts (media) may be found to hash (repeatable).",
 )
-@hidden_alias(
-    "--artifacts",
-    "old_artifact_dirs",
-    "--media",
-    type=click.Path(file_okay=False, path_type=Path),
-    multiple=True,
-)
 @click.option("--jobs", type=click.IntRange(min=1), help="Hashing threads (default: cores).")
 @click.option("--force", is_flag=True, help="Replace an existing output file.")
 @click.option("--progress/--no-progress", default=True, help="Progress bar on a terminal.")
@@ -92,7 +84,6 @@ def seal_command(
     unsigned: bool,
     passphrase_file: Path | None,
     artifact_dirs: tuple[Path, ...],
-    old_artifact_dirs: tuple[Path, ...],
     jobs: int | None,
     force: bool,
     progress: bool,
@@ -110,7 +101,6 @@ def seal_command(
             raise UsageError("--key and --unsigned exclude each other")
         pw = read_passphrase_file(passphrase_file) if passphrase_file else None
         keys = [load_private_key(p, pw) for p in key_paths]
-        artifact_dirs = artifact_dirs + old_artifact_dirs
         bar = ProgressBar("sealing", progress and not as_json)
         try:
             res = seal_campaign(

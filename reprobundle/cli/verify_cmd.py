@@ -18,7 +18,6 @@ from reprobundle.cli.common import (
     examples,
     exits,
     external_groups,
-    hidden_alias,
     json_option,
     load_keys,
     say,
@@ -60,13 +59,6 @@ VERIFY_EXIT_HELP = exits(
     multiple=True,
     help="Folder holding external artifacts (media) to check (repeatable).",
 )
-@hidden_alias(
-    "--artifacts",
-    "old_media_dirs",
-    "--media",
-    type=click.Path(file_okay=False, path_type=Path),
-    multiple=True,
-)
 @click.option("--jobs", type=click.IntRange(min=1), help="Hashing threads (default: cores).")
 @click.option("--progress/--no-progress", default=True, help="Progress bar on a terminal.")
 @verbosity_options
@@ -77,7 +69,6 @@ def verify_command(
     trusted_keys: Path | None,
     allow_unsigned: bool,
     media_dirs: tuple[Path, ...],
-    old_media_dirs: tuple[Path, ...],
     jobs: int | None,
     progress: bool,
     verbosity: int,
@@ -88,7 +79,6 @@ def verify_command(
 
     with cli_errors(as_json):
         keys = load_keys(key_paths, trusted_keys)
-        media_dirs = media_dirs + old_media_dirs
         if not keys and not allow_unsigned:
             raise UsageError(
                 "give --key or --trusted-keys to check signatures, "

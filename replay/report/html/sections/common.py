@@ -1,8 +1,9 @@
 """Formatting shared by the section builders: numbers, status styles, code spans.
 
 Every figure is printed the same way in every section: exact values rounded
-half to even for display only (:func:`_n`), floats in their shortest form
-(:func:`_f`), gate margins as signed decimals (:func:`_margin`). The names keep
+half to even for display only (:func:`~replay.report.fmt.exact_text`), floats
+in their shortest form (:func:`~replay.report.fmt.float_text`), gate margins as
+signed decimals (:func:`_margin`). The names here keep
 their leading underscore: they are helpers of :mod:`replay.report.html.sections`, not
 API of the report.
 """
@@ -14,7 +15,8 @@ from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
 
-from replay.engine.exact import Exact, is_negative, round_half_even
+from replay.engine.exact import Exact, is_negative
+from replay.report.fmt import exact_text
 from replay.report.html.view import Span
 from replay.report.words import CLAIM_STYLE, OUTCOME_STYLE
 
@@ -24,10 +26,8 @@ __all__ = [
     "_OUTCOME_STYLE",
     "_STATUS_STYLE",
     "_bytes",
-    "_f",
     "_join_code",
     "_margin",
-    "_n",
     "_pct",
     "_plain",
     "_status_span",
@@ -42,16 +42,6 @@ NOT_EVIDENCED = "not evidenced"
 
 
 # ----------------------------------------------------------------------------- numbers
-
-
-def _n(value: Exact | int | None, decimals: int = 2) -> str:
-    return "-" if value is None else str(round_half_even(value, decimals))
-
-
-def _f(value: float | None) -> str:
-    if value is None or not math.isfinite(value):
-        return "-" if value is None else str(value)
-    return f"{value:g}"
 
 
 def _plain(value: str | float | None) -> str:
@@ -79,7 +69,7 @@ def _pct(value: Exact | None) -> str:
     if value is None:
         return "-"
     sign = "" if is_negative(value) else "+"
-    return f"{sign}{_n(value)} %"
+    return f"{sign}{exact_text(value)} %"
 
 
 # ----------------------------------------------------------------------------- spans
