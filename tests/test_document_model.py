@@ -21,7 +21,8 @@ from bundler._internal.schemas import document_errors
 from bundler.errors import BundleFormatError
 from bundler.format.dsse import parse_envelope
 from bundler.format.manifest import ENVELOPE_NAME, MANIFEST_NAME, parse_manifest
-from bundler.format.model import Manifest, Plan, ScorerDoc, Statement
+from bundler.format.model import Manifest, Statement
+from bundler.format.plan_model import Plan, ScorerDoc
 from bundler.verify import open_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
