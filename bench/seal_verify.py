@@ -184,7 +184,7 @@ def write_campaign(
     """A valid campaign whose artifacts table lists ``media`` (external, never carried).
 
     With ``recorded`` the rows carry sha256 and bytes, so a seal without
-    ``--artifacts`` attests them without reading a byte of media.
+    ``--media`` attests them without reading a byte of media.
     """
     (camp / "plans").mkdir(parents=True)
     doc = {
@@ -591,7 +591,7 @@ class Bench:
         out.unlink(missing_ok=True)
         cmd = [self.bundle, "seal", str(campaign), "-o", str(out), "--unsigned", "--no-progress"]
         if artifacts:
-            cmd += ["--artifacts", str(self.layout.media_dir)]
+            cmd += ["--media", str(self.layout.media_dir)]
         # --json costs a few ms and lets us check every digest seal recorded.
         cmd.append("--json")
         r, meter = self.timed_cmd(cmd, f"seal-{campaign.name}")

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from bundler.errors import BundleFormatError, IntegrityError
-from bundler.format.trust import Trust
+from bundler.format.trust import NO_TRUST, Trust
 from bundler.verify import open_bundle
 
 __all__ = ["inspect_bundle"]
@@ -49,16 +48,16 @@ def _attempts(opened: Any) -> list[dict[str, Any]]:
         return []
 
 
-def inspect_bundle(path: Path, trusted: Sequence[Ed25519PublicKey] = ()) -> dict[str, Any]:
+def inspect_bundle(path: Path, trust: Trust = NO_TRUST) -> dict[str, Any]:
     """Summarize ``path``: campaign, arms and commits, counts, signers, members, externals.
 
-    ``trusted`` keys only show which signers verify: inspect accepts every bundle
-    it can read (it describes, it does not judge).
+    ``trust``'s keys only show which signers verify: inspect accepts every bundle
+    it can read whatever the trust (it describes, it does not judge).
 
     Raises:
         IntegrityError: if the manifest cannot be read at all (nothing to describe).
     """
-    opened = open_bundle(path, trust=Trust.allow_unsigned(trusted))
+    opened = open_bundle(path, trust=replace(trust, accept_untrusted=True))
     manifest = opened.manifest
     if manifest is None:
         raise IntegrityError(f"{path}: no readable manifest", opened.report.problems)
@@ -66,15 +65,15 @@ def inspect_bundle(path: Path, trusted: Sequence[Ed25519PublicKey] = ()) -> dict
     attempts = _attempts(opened)
     return {
         "path": str(path),
-        "format_version": manifest["format_version"],
-        "campaign": manifest["campaign"],
-        "tables": manifest["tables"],
+        "format_version": manifest.format_version,
+        "campaign": manifest.campaign.to_dict(),
+        "tables": dict(manifest.tables),
         "counts": {
             "receipts_by_phase": _value_counts(opened, "receipts", "phase"),
             "attempts": attempts,
-            "comparisons": manifest["tables"].get("comparisons", 0),
-            "worker_exits": manifest["tables"].get("worker_exits", 0),
-            "claims": manifest["tables"].get("claims", 0),
+            "comparisons": manifest.tables.get("comparisons", 0),
+            "worker_exits": manifest.tables.get("worker_exits", 0),
+            "claims": manifest.tables.get("claims", 0),
         },
         "signature_status": report.signature_status,
         "signers": [
@@ -85,9 +84,9 @@ def inspect_bundle(path: Path, trusted: Sequence[Ed25519PublicKey] = ()) -> dict
             }
             for s in report.signatures
         ],
-        "members": manifest["members"],
-        "external": manifest["external"],
-        "sanitization": manifest["sanitization"],
-        "environment": manifest["environment"],
+        "members": [m.to_dict() for m in manifest.members],
+        "external": [e.to_dict() for e in manifest.external],
+        "sanitization": manifest.sanitization.to_dict(),
+        "environment": dict(manifest.environment),
         "problems": [str(p) for p in report.problems],
     }

@@ -176,11 +176,10 @@ def _describe(path: Path, kind: str) -> dict[str, Any]:
             raise _NotRegistrable(f"cannot read: {exc.strerror or exc}") from exc
         if opened.manifest is None:
             raise _NotRegistrable("no readable manifest")
-        camp = opened.manifest.get("campaign")
-        camp = camp if isinstance(camp, dict) else {}
+        camp = opened.manifest.campaign
         entry.update(
-            id=_text(camp.get("id"), path.stem),
-            kind=_text(camp.get("kind"), "bundle"),
+            id=_text(camp.id, path.stem),
+            kind=_text(camp.kind, "bundle"),
             format="bundle",
             sha256=_digest(path, kind),
         )

@@ -25,7 +25,13 @@ from bundler._internal.confined import ConfinedTree
 from bundler.campaign.columnar import ColumnTable, per_row_forced, to_bundle_table
 from bundler.campaign.load import Campaign, load_campaign
 from bundler.campaign.plan_check import seal_plan_findings
-from bundler.campaign.sanitize import CREDENTIAL_RULES, Finding, SanitizeError, Sanitizer
+from bundler.campaign.sanitize import (
+    CREDENTIAL_RULES,
+    RULES_VERSION,
+    Finding,
+    SanitizeError,
+    Sanitizer,
+)
 from bundler.errors import CampaignError, Problem, UsageError
 from bundler.format.container import write_container
 from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
@@ -37,6 +43,7 @@ from bundler.format.manifest import (
     build_manifest,
     build_statement,
 )
+from bundler.format.model import Manifest
 from bundler.format.tables import EXTRA_COLUMN, TABLE_NAMES, rows_to_table, table_schema
 
 __all__ = ["PARQUET_OPTIONS", "Progress", "SealResult", "environment", "seal_campaign"]
@@ -459,9 +466,10 @@ def seal_campaign(
         sanitization=san.report(),
         findings=finding_rows,
         environment=environment(),
+        rules_version=RULES_VERSION,
     )
     msha = hashlib.sha256(manifest).hexdigest()
-    statement = build_statement(manifest, msha, json.loads(manifest))
+    statement = build_statement(manifest, msha, Manifest.from_dict(json.loads(manifest)))
     envelope = sign_payload(statement, list(keys), INTOTO_PAYLOAD_TYPE)
     ordered = [
         (MANIFEST_NAME, manifest),

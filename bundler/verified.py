@@ -28,6 +28,8 @@ import pyarrow.parquet as pq
 
 from bundler.errors import BundleFormatError, IntegrityError, Problem
 from bundler.format.container import Limits, Member
+from bundler.format.model import Manifest
+from bundler.format.parquet_cost import table_cost_problems
 from bundler.format.trust import NO_TRUST, SignatureStatus, Trust
 from bundler.verify import OpenedBundle, VerifyReport, open_bundle
 
@@ -67,7 +69,7 @@ class VerifiedBundle:
         return self._opened.report.signature_status.trusted
 
     @property
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> Manifest:
         """The signed manifest (present, by construction)."""
         assert self._opened.manifest is not None
         return self._opened.manifest
@@ -76,11 +78,6 @@ class VerifiedBundle:
     def members(self) -> dict[str, Member]:
         """Members by name."""
         return self._opened.members
-
-    @property
-    def opened(self) -> OpenedBundle:
-        """The underlying opened bundle (for code that predates this type)."""
-        return self._opened
 
     def member_bytes(self, name: str) -> bytes | None:
         """The bytes of member ``name``, or None when the bundle has no such member."""
@@ -152,7 +149,8 @@ def open_verified(
     Raises:
         IntegrityError: any integrity problem; or no trusted key verified the signature
             and ``trust`` does not accept that.
-        BundleFormatError: the container itself is malformed.
+        BundleFormatError: the container itself is malformed; or decoding its tables would
+            cost more than :class:`bundler.format.parquet_cost.TableCostLimits` allows.
         OSError: the file cannot be read.
     """
     path = Path(path)
@@ -166,5 +164,13 @@ def open_verified(
         raise IntegrityError(
             f"{path}: signature {rep.signature_status}: no trusted key verified it; refused "
             "(pass the signer's public key, or accept unsigned bundles explicitly)"
+        )
+    # A verified table can still decode to gigabytes (one long string named by every row
+    # of a dictionary-coded column, a zstd page of one repeated byte): bounded here, from
+    # the page headers, before any consumer decodes a table.
+    cost = table_cost_problems(opened.members)
+    if cost:
+        raise BundleFormatError(
+            f"{path}: its tables would cost more to decode than the reader allows; refused", cost
         )
     return VerifiedBundle(opened, path, _TOKEN)

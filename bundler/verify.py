@@ -39,6 +39,7 @@ from bundler.format.manifest import (
     parse_manifest,
     parse_statement,
 )
+from bundler.format.model import ExternalEntry, Manifest, MemberEntry, Statement
 from bundler.format.tables import TABLE_FORMAT_VERSION, TABLE_NAMES, arrow_schema
 from bundler.format.trust import NO_TRUST, SignatureStatus, Trust
 
@@ -172,7 +173,7 @@ class OpenedBundle:
     """A bundle whose structure was read: members by name plus the report so far."""
 
     members: dict[str, Member]
-    manifest: dict[str, Any] | None
+    manifest: Manifest | None
     report: VerifyReport
 
     def table(self, name: str) -> pa.Table:
@@ -234,7 +235,7 @@ def _read_envelope(
     return env
 
 
-def _parse_payload(report: VerifyReport, payload: bytes, lim: Limits) -> dict[str, Any] | None:
+def _parse_payload(report: VerifyReport, payload: bytes, lim: Limits) -> Statement | None:
     cost = json_cost(payload)
     why: str | None = None
     if cost > lim.max_json_cost:
@@ -258,7 +259,7 @@ def _check_signatures(
     members: dict[str, Member],
     trust: Trust,
     lim: Limits,
-) -> dict[str, Any] | None:
+) -> Statement | None:
     env = _read_envelope(report, members, lim)
     if env is None:
         return None
@@ -291,17 +292,18 @@ def _check_signatures(
     return _parse_payload(report, env.payload, lim)
 
 
-def _check_duplicates(report: VerifyReport, manifest: dict[str, Any]) -> None:
+def _check_duplicates(report: VerifyReport, manifest: Manifest) -> None:
     """A path listed twice is refused: every check keyed by path would see only one entry.
 
     Left to a dict, the last entry wins and the other, whatever its digest or size,
     would go unchecked (members) or unhashed (external artifacts).
     """
-    for key, name, prefix in (
-        ("members", "member", ""),
-        ("external", "external artifact", EXTERNAL_PREFIX),
-    ):
-        counts = Counter(str(e["path"]) for e in manifest[key])
+    entries: tuple[tuple[Sequence[MemberEntry | ExternalEntry], str, str], ...] = (
+        (manifest.members, "member", ""),
+        (manifest.external, "external artifact", EXTERNAL_PREFIX),
+    )
+    for listed, name, prefix in entries:
+        counts = Counter(e.path for e in listed)
         for path, n in counts.items():
             if n > 1:
                 report.problems.append(
@@ -314,21 +316,19 @@ def _check_duplicates(report: VerifyReport, manifest: dict[str, Any]) -> None:
                 )
 
 
-def _check_members(
-    report: VerifyReport, members: dict[str, Member], manifest: dict[str, Any]
-) -> None:
-    listed = {m["path"]: m for m in manifest["members"]}
-    report.members = manifest["members"]
+def _check_members(report: VerifyReport, members: dict[str, Member], manifest: Manifest) -> None:
+    listed = {m.path: m for m in manifest.members}
+    report.members = [m.to_dict() for m in manifest.members]
     for path, m in listed.items():
         got = members.get(path)
         if got is None:
             report.problems.append(Problem(path, None, None, "listed in the manifest but absent"))
             continue
-        if got.size != m["size"]:
+        if got.size != m.size:
             report.problems.append(
-                Problem(path, None, "size", f"{got.size} bytes, manifest says {m['size']}")
+                Problem(path, None, "size", f"{got.size} bytes, manifest says {m.size}")
             )
-        if got.sha256 != m["sha256"]:
+        if got.sha256 != m.sha256:
             report.problems.append(
                 Problem(path, None, "sha256", "digest does not match the manifest")
             )
@@ -340,15 +340,14 @@ def _check_members(
 def _check_statement(
     report: VerifyReport,
     members: dict[str, Member],
-    manifest: dict[str, Any],
-    statement: dict[str, Any],
+    manifest: Manifest,
+    statement: Statement,
 ) -> None:
     """The signed statement must name exactly the manifest, its members and its externals."""
-    listed = {m["path"]: m for m in manifest["members"]}
-    subj = {s.get("name"): s.get("digest", {}).get("sha256") for s in statement["subject"]}
+    subj = {s.name: s.sha256 for s in statement.subjects}
     want = {MANIFEST_NAME: members[MANIFEST_NAME].sha256}
-    want.update({p: m["sha256"] for p, m in listed.items()})
-    want.update({EXTERNAL_PREFIX + e["path"]: e["sha256"] for e in manifest["external"]})
+    want.update({m.path: m.sha256 for m in manifest.members})
+    want.update({EXTERNAL_PREFIX + e.path: e.sha256 for e in manifest.external})
     if subj != want:
         diff = sorted(set(subj.items()) ^ set(want.items()), key=str)
         names = sorted({str(n) for n, _ in diff})[:5]
@@ -360,13 +359,9 @@ def _check_statement(
                 f"signed subjects differ from the manifest for {names}",
             )
         )
-    pred = statement["predicate"]
-    bound = (
-        pred.get("manifest", {}).get("sha256") if isinstance(pred.get("manifest"), dict) else None
-    )
     if (
-        bound != members[MANIFEST_NAME].sha256
-        or pred.get("campaign_id") != manifest["campaign"]["id"]
+        statement.bound_manifest_sha256 != members[MANIFEST_NAME].sha256
+        or statement.campaign_id != manifest.campaign.id
     ):
         report.problems.append(
             Problem(
@@ -392,9 +387,9 @@ def _parquet_footer_problem(m: Member, lim: Limits) -> str | None:
 
 
 def _check_tables(
-    report: VerifyReport, members: dict[str, Member], manifest: dict[str, Any], lim: Limits
+    report: VerifyReport, members: dict[str, Member], manifest: Manifest, lim: Limits
 ) -> None:
-    listed = {m["path"] for m in manifest["members"]}
+    listed = {m.path for m in manifest.members}
     for name in TABLE_NAMES:
         path = f"tables/{name}.parquet"
         m = members.get(path)
@@ -428,79 +423,78 @@ def _check_tables(
             continue
         if not schema.remove_metadata().equals(arrow_schema(name).remove_metadata()):
             report.problems.append(Problem(path, None, None, "Arrow schema differs from the spec"))
-        rows = manifest["tables"].get(name)
+        rows = manifest.tables.get(name)
         if rows != meta_file.num_rows:
             report.problems.append(
                 Problem(path, None, "rows", f"{meta_file.num_rows} rows, manifest says {rows}")
             )
 
 
+def _external_check(
+    e: ExternalEntry, status: str, found_at: str | None = None, detail: str | None = None
+) -> ExternalCheck:
+    return ExternalCheck(
+        e.path, e.kind, e.sha256, e.bytes, e.availability, status, found_at, detail
+    )
+
+
 def _check_external(
     report: VerifyReport,
-    manifest: dict[str, Any],
+    manifest: Manifest,
     media_dirs: Sequence[Path],
     jobs: int | None,
     progress: Callable[[int], None] | None,
 ) -> None:
     found: dict[int, Path] = {}
-    for i, e in enumerate(manifest["external"]):
-        if (why := member_name_problem(e["path"])) is not None:
+    for i, e in enumerate(manifest.external):
+        if (why := member_name_problem(e.path)) is not None:
             # Never let a manifest steer hashing outside the --media folders.
             report.problems.append(
-                Problem(EXTERNAL_PREFIX + e["path"], None, "path", f"unacceptable path: {why}")
+                Problem(EXTERNAL_PREFIX + e.path, None, "path", f"unacceptable path: {why}")
             )
             continue
         for d in media_dirs:
-            for cand in (d / e["path"], d / Path(e["path"]).name):
+            for cand in (d / e.path, d / Path(e.path).name):
                 if cand.is_file():
                     found[i] = cand
                     break
             if i in found:
                 break
     digests = hash_files(list(found.values()), jobs=jobs, progress=progress)
-    for i, e in enumerate(manifest["external"]):
-        base = dict(
-            path=e["path"],
-            kind=e["kind"],
-            sha256=e["sha256"],
-            bytes=e["bytes"],
-            availability=e["availability"],
-        )
+    for i, e in enumerate(manifest.external):
         p = found.get(i)
         if p is None:
             # Absent is a normal state of an external artifact, never a failure.
             status = "absent" if media_dirs else "external"
-            report.external.append(ExternalCheck(**base, status=status))
+            report.external.append(_external_check(e, status=status))
             continue
         dg = digests[p]
         if dg.error:
             report.external.append(
-                ExternalCheck(**base, status="unreadable", found_at=str(p), detail=dg.error)
+                _external_check(e, status="unreadable", found_at=str(p), detail=dg.error)
             )
             report.problems.append(
-                Problem(EXTERNAL_PREFIX + e["path"], None, None, f"{p}: cannot read: {dg.error}")
+                Problem(EXTERNAL_PREFIX + e.path, None, None, f"{p}: cannot read: {dg.error}")
             )
-        elif dg.sha256 != e["sha256"]:
+        elif dg.sha256 != e.sha256:
             report.external.append(
-                ExternalCheck(
-                    **base, status="mismatch", found_at=str(p), detail=f"sha256 {dg.sha256}"
-                )
+                _external_check(e, status="mismatch", found_at=str(p), detail=f"sha256 {dg.sha256}")
             )
             report.problems.append(
                 Problem(
-                    EXTERNAL_PREFIX + e["path"],
+                    EXTERNAL_PREFIX + e.path,
                     None,
                     "sha256",
                     f"{p} does not match the sealed digest",
                 )
             )
         else:
-            report.external.append(ExternalCheck(**base, status="ok", found_at=str(p)))
+            report.external.append(_external_check(e, status="ok", found_at=str(p)))
 
 
 def _read_manifest(
     report: VerifyReport, members: dict[str, Member], lim: Limits
-) -> dict[str, Any] | None:
+) -> Manifest | None:
     m = members.get(MANIFEST_NAME)
     if m is None:
         report.problems.append(Problem(MANIFEST_NAME, None, None, "missing member"))
@@ -553,8 +547,8 @@ def open_bundle(
     statement = _check_signatures(report, members, trust, lim)
     manifest = _read_manifest(report, members, lim)
     if manifest is not None:
-        report.format_version = manifest["format_version"]
-        report.campaign = manifest["campaign"]
+        report.format_version = manifest.format_version
+        report.campaign = manifest.campaign.to_dict()
         _check_duplicates(report, manifest)
         _check_members(report, members, manifest)
         if statement is not None:

@@ -12,7 +12,6 @@ documents and never touches a file.
 
 from __future__ import annotations
 
-import io
 import platform
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -20,30 +19,30 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from bundler import __version__
-from bundler.errors import BundleFormatError, Problem
 from bundler.format.container import Limits
-from bundler.format.contract import check_bundle_tables
-from bundler.format.tables import TABLE_NAMES, arrow_schema
 from bundler.format.trust import NO_TRUST, Trust
 from bundler.verified import VerifiedBundle, open_verified
-from bundler.verify import OpenedBundle
-from replay.engine.limits import check_content_limits
-from replay.inputs import CODED_COLUMNS, RECEIPT_COLUMNS, ReplayInputs
+from replay.inputs import ReplayInputs
 from replay.result import Integrity, ReplayResult
+from replay.sections.against import (
+    DEFAULT_TOLERANCE,
+    RerunComparison,
+    SideInputs,
+    check_rerun_pair,
+    compare,
+)
 from replay.sections.attempts import Window, check_attempts, windows
 from replay.sections.attempts import accepted_attempt as find_accepted
 from replay.sections.claims import ClaimsResult, check_claims, contradict_by_media
 from replay.sections.conformance import check_conformance
 from replay.sections.stats import StatsCache
-from replay.serving.inputs import load_serving
 from replay.serving.summary import summarize
 
 __all__ = [
     "MediaRequest",
-    "inputs_from_bundle",
+    "compare_bundles",
     "integrity_of",
     "replay",
     "replay_bundle",
@@ -82,98 +81,19 @@ class MediaRequest:
     lpips_batch: int | None = None
 
 
-def inputs_from_bundle(bundle: VerifiedBundle | OpenedBundle) -> ReplayInputs:
-    """Documents and tables of a verified bundle.
-
-    Raises:
-        BundleFormatError: a document is not a JSON object, or the plan the campaign
-            names is a table or absent (possible only in a bundle sealed by another tool,
-            accepted unsigned); or the content is over replay's limits
-            (:func:`replay.engine.limits.check_content_limits`); or a table breaks the
-            contract seal enforces (:func:`bundler.format.contract.check_bundle_tables`), each
-            problem located by member, row and field. A signature vouches for who
-            sealed, not for sanity.
-    """
-    document = bundle.document if isinstance(bundle, VerifiedBundle) else _opened_document(bundle)
-    campaign = document("campaign.json") or {}
-    plan_path = campaign.get("plan")
-    plan = document(plan_path) if isinstance(plan_path, str) else None
-    opened = bundle.opened if isinstance(bundle, VerifiedBundle) else bundle
-    check_content_limits(opened.members, campaign, bundle=str(opened.report.path))
-    tables = {name: _table(opened, name) for name in TABLE_NAMES}
-    _check_contract(opened, campaign, tables)
-    return ReplayInputs(
-        campaign=campaign,
-        plan=plan,
-        plan_path=plan_path if plan is not None else None,
-        scorer=document("scorer.json"),
-        tables=tables,
-        serving=load_serving(lambda name: _member_bytes(opened, name)),
-    )
-
-
-def _check_contract(
-    opened: OpenedBundle, campaign: dict[str, Any], tables: dict[str, pa.Table]
-) -> None:
-    """Refuse tables that seal would have refused, before any statistic is computed."""
-    problems = check_bundle_tables(campaign, tables)
-    if problems:
-        raise BundleFormatError(
-            f"{opened.report.path}: {len(problems)} table problem(s): the tables break the "
-            "contract seal enforces; refused",
-            problems,
-        )
-
-
-def _member_bytes(opened: OpenedBundle, name: str) -> bytes | None:
-    m = opened.members.get(name)
-    return None if m is None else m.data
-
-
-def _opened_document(opened: OpenedBundle) -> Callable[[str], dict[str, Any] | None]:
-    def document(name: str) -> dict[str, Any] | None:
-        try:
-            doc = opened.document(name)
-        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            raise BundleFormatError(
-                f"member {name!r} is not JSON", [Problem(name, None, None, str(exc))]
-            ) from exc
-        if doc is not None and not isinstance(doc, dict):
-            raise BundleFormatError(
-                f"member {name!r} is not a JSON object",
-                [Problem(name, None, None, "expected a JSON object")],
-            )
-        return doc
-
-    return document
-
-
-def _table(opened: OpenedBundle, name: str) -> pa.Table:
-    member = opened.members.get(f"tables/{name}.parquet")
-    if member is None:
-        return arrow_schema(name).empty_table()
-    if name != "receipts":
-        return opened.table(name)
-    # Receipts are the big table: read only the columns replay uses, and the
-    # repeated strings straight as dictionaries (Parquet stores them so).
-    return pq.read_table(
-        io.BytesIO(member.data), columns=list(RECEIPT_COLUMNS), read_dictionary=list(CODED_COLUMNS)
-    )
-
-
-def integrity_of(bundle: VerifiedBundle | OpenedBundle) -> Integrity:
+def integrity_of(bundle: VerifiedBundle) -> Integrity:
     """What the integrity check of ``bundle`` established (signature, members, environment)."""
     rep = bundle.report
-    manifest = bundle.manifest or {}
-    recorded = manifest.get("environment", {})
+    manifest = bundle.manifest
+    recorded = manifest.environment if manifest else {}
     now = _environment_now()
     return Integrity(
         signature_status=rep.signature_status,
         verified_by=tuple(s.verified_by for s in rep.signatures if s.valid and s.verified_by),
         format_version=rep.format_version,
-        members=len(manifest.get("members", [])),
-        external=len(manifest.get("external", [])),
-        environment={k: str(recorded.get(k)) for k in _COMPARED_ENVIRONMENT if k in recorded},
+        members=len(manifest.members) if manifest else 0,
+        external=len(manifest.external) if manifest else 0,
+        environment={k: recorded[k] for k in _COMPARED_ENVIRONMENT if k in recorded},
         environment_now={k: now[k] for k in _COMPARED_ENVIRONMENT},
     )
 
@@ -184,13 +104,20 @@ def replay_inputs(inputs: ReplayInputs, integrity: Integrity, bundle: str = "") 
     Raises:
         CouldNotRunError: the tables have no single accepted attempt.
     """
+    return _derive(inputs, integrity, bundle)[0]
+
+
+def _derive(
+    inputs: ReplayInputs, integrity: Integrity, bundle: str
+) -> tuple[ReplayResult, StatsCache]:
+    """The result, and the engine's cache it filled (the rerun comparison reuses it)."""
     accepted = find_accepted(inputs)
     serving = summarize(inputs.serving)
     cache = StatsCache(inputs)
     stats = cache.get(accepted)
     attempt_rows = inputs.rows("attempts", ["attempt_id", "plan"])
     attempt_plan = next((a["plan"] for a in attempt_rows if a["attempt_id"] == accepted), None)
-    return ReplayResult(
+    result = ReplayResult(
         bundle=bundle,
         campaign={k: inputs.campaign.get(k) for k in ("id", "title", "kind", "arms", "plan")},
         integrity=integrity,
@@ -204,7 +131,9 @@ def replay_inputs(inputs: ReplayInputs, integrity: Integrity, bundle: str = "") 
         quality=stats.quality,
         claims=check_claims(inputs, cache, accepted),
         serving=serving,
+        inputs=inputs,
     )
+    return result, cache
 
 
 def replay(
@@ -226,12 +155,10 @@ def replay(
     """
     if against is not None:
         # Before any work: a pair that is not a rerun of the sealed bundle is refused.
-        from replay.sections.against import check_rerun_pair
-
         check_rerun_pair(bundle, against)
-    result = replay_inputs(
-        inputs_from_bundle(bundle), integrity_of(bundle), bundle=str(bundle.path)
-    )
+    # Each bundle is decoded once; every section, the comparison and the report read that.
+    inputs = ReplayInputs.from_bundle(bundle, outcomes=against is not None)
+    result, cache = _derive(inputs, integrity_of(bundle), str(bundle.path))
     rescored = None
     if media is not None:
         from replay.media import rescore_bundle
@@ -249,14 +176,35 @@ def replay(
         )
     comparison = None
     if against is not None:
-        from replay.sections.against import DEFAULT_TOLERANCE, compare_bundles
-
         tol = DEFAULT_TOLERANCE if tolerance is None else tolerance
-        comparison = compare_bundles(bundle, against, tolerance=tol)
+        sealed = ReplayInputs.from_bundle(against, outcomes=True)
+        comparison = compare(
+            SideInputs(inputs, cache, bundle.trusted),
+            SideInputs(sealed, StatsCache(sealed), against.trusted),
+            tolerance=tol,
+        )
     claims: ClaimsResult = result.claims
     if rescored is not None:
         claims = contradict_by_media(claims, rescored)
     return replace(result, claims=claims, media=rescored, against=comparison)
+
+
+def compare_bundles(
+    rerun: VerifiedBundle, sealed: VerifiedBundle, *, tolerance: float = DEFAULT_TOLERANCE
+) -> RerunComparison:
+    """Compare a rerun bundle with the sealed bundle it reran (the ``--against`` section
+    alone), each decoded once: see :func:`replay.sections.against.compare`.
+
+    Raises:
+        ValueError: ``tolerance`` is negative or not finite.
+        BundleFormatError: a document or table of either bundle is malformed.
+    """
+    r, s = (ReplayInputs.from_bundle(b, outcomes=True) for b in (rerun, sealed))
+    return compare(
+        SideInputs(r, StatsCache(r), rerun.trusted),
+        SideInputs(s, StatsCache(s), sealed.trusted),
+        tolerance=tolerance,
+    )
 
 
 def replay_bundle(

@@ -1,13 +1,17 @@
 """What replay reads: the campaign documents and the Arrow tables, as plain columns.
 
-The pure core of replay takes a :class:`ReplayInputs`; only :mod:`replay.api`
-opens bundles. String columns become dictionary codes and timestamps integer
-nanoseconds once, here, so every section works on numpy arrays.
+:meth:`ReplayInputs.from_bundle` is replay's one reader of a verified bundle's
+documents and tables (through :func:`bundler.content.read_content`: content limits
+and the table contract first); :mod:`replay.api` decodes each bundle once with it
+and hands the result to every section and view. String columns become dictionary
+codes and timestamps integer nanoseconds once, here, so every section works on
+numpy arrays.
 """
 
 from __future__ import annotations
 
 import functools
+import io
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +19,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.parquet as pq
 
+from bundler.content import CODED_COLUMNS, RECEIPT_COLUMNS, read_content
+from bundler.verified import VerifiedBundle
 from replay.engine.arrow import (
     BoolArray,
     IntArray,
@@ -24,9 +31,17 @@ from replay.engine.arrow import (
     rows,
     timestamps_ns,
 )
-from replay.serving.inputs import ServingData
+from replay.serving.inputs import ServingData, load_serving
 
-__all__ = ["CODED_COLUMNS", "RECEIPT_COLUMNS", "Arm", "Codes", "Receipts", "ReplayInputs"]
+__all__ = [
+    "CODED_COLUMNS",
+    "OUTCOME_COLUMNS",
+    "RECEIPT_COLUMNS",
+    "Arm",
+    "Codes",
+    "Receipts",
+    "ReplayInputs",
+]
 
 
 @dataclass(frozen=True)
@@ -62,23 +77,6 @@ class Codes:
         if c < 0:
             return np.zeros(self.codes.shape, dtype=bool)
         return np.equal(self.codes, c)
-
-
-RECEIPT_COLUMNS = (
-    "request_id",
-    "attempt_id",
-    "arm",
-    "server",
-    "phase",
-    "seq",
-    "start",
-    "end",
-    "e2e_s",
-    "status",
-)
-"""The receipts columns replay reads (hashes, HTTP codes and error text are never used)."""
-CODED_COLUMNS = ("attempt_id", "arm", "server", "phase", "status")
-"""Receipts columns used as dictionary codes: read from Parquet already dictionary-encoded."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +116,21 @@ class Receipts:
         return int(self.table.num_rows)
 
 
+OUTCOME_COLUMNS = ("attempt_id", "server", "seq", "status", "timeout_level", "output_sha256")
+"""Receipts columns of request outcomes and output hashes: shown by the rerun comparison."""
+
+
+def _outcomes(bundle: VerifiedBundle) -> pa.Table:
+    """The receipts' outcome columns that the table has (a bundle sealed by another tool
+    may lack one: it is then left out); a table of no column without a receipts table."""
+    data = bundle.member_bytes("tables/receipts.parquet")
+    if data is None:
+        return pa.table({})
+    names = pq.read_schema(io.BytesIO(data)).names
+    columns = [c for c in OUTCOME_COLUMNS if c in names]
+    return pq.read_table(io.BytesIO(data), columns=columns, use_threads=False)
+
+
 @dataclass(frozen=True)
 class ReplayInputs:
     """Everything the statistics are derived from, already integrity-checked.
@@ -129,6 +142,10 @@ class ReplayInputs:
         scorer: ``scorer.json``, or None when the bundle records no scorer identity.
         tables: every table by name (empty tables included).
         serving: the parsed serving sources of a serving campaign (``bundle import``).
+        plan_bytes: the plan member's bytes, as sealed (None when absent).
+        outcomes: the receipts' request outcomes and output hashes
+            (:data:`OUTCOME_COLUMNS` the table has), which no statistic reads: only
+            when :meth:`from_bundle` was asked for them (the rerun comparison).
     """
 
     campaign: Mapping[str, Any]
@@ -137,6 +154,38 @@ class ReplayInputs:
     scorer: Mapping[str, Any] | None
     tables: Mapping[str, pa.Table]
     serving: ServingData | None = None
+    plan_bytes: bytes | None = None
+    outcomes: pa.Table | None = None
+
+    @classmethod
+    def from_bundle(cls, bundle: VerifiedBundle, *, outcomes: bool = False) -> ReplayInputs:
+        """Documents and tables of a verified bundle, decoded once.
+
+        Args:
+            bundle: the verified bundle.
+            outcomes: also read the receipts' outcome columns (:attr:`outcomes`).
+
+        Raises:
+            BundleFormatError: a document is not a JSON object; or the content is over
+                the content limits (:func:`bundler.content.check_content_limits`); or a
+                table breaks the contract seal enforces
+                (:func:`bundler.format.contract.check_bundle_tables`), each problem
+                located by member, row and field. A signature vouches for who sealed,
+                not for sanity.
+        """
+        content = read_content(bundle)
+        return cls(
+            campaign=content.campaign,
+            plan=content.plan,
+            plan_path=content.plan_path,
+            scorer=content.scorer,
+            tables=content.tables,
+            serving=load_serving(bundle.member_bytes),
+            plan_bytes=None
+            if content.plan_path is None
+            else bundle.member_bytes(content.plan_path),
+            outcomes=_outcomes(bundle) if outcomes else None,
+        )
 
     @property
     def arms(self) -> tuple[Arm, ...]:

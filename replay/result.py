@@ -17,31 +17,31 @@ beside the outcome and never shown as passing.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from bundler.errors import (
-    EXIT_CLAIM_CONTRADICTED,
-    EXIT_INTEGRITY,
-    EXIT_OK,
-    EXIT_UNVERIFIABLE,
-)
 from bundler.format.trust import SignatureStatus
+from replay.engine.verdicts import ClaimStatus, GateVerdict, Outcome, decide
+from replay.inputs import ReplayInputs
 from replay.sections.attempts import AttemptsResult
-from replay.sections.claims import CONTRADICTED, UNVERIFIABLE, ClaimsResult
+from replay.sections.claims import ClaimsResult
 from replay.sections.conformance import ConformanceResult
 from replay.sections.latency import LatencyResult
 from replay.sections.lifecycle import LifecycleResult
-from replay.sections.quality import FAIL, UNATTESTED, QualityResult
+from replay.sections.quality import QualityResult
 from replay.sections.telemetry import TelemetryResult
 from replay.serving.summary import ServingPoint
+
+if TYPE_CHECKING:
+    # Types only: the media package loads numpy and scipy, and the rerun comparison
+    # imports this package's front door; a statistical replay loads neither.
+    from replay.media.result import MediaReplayResult
+    from replay.sections.against import RerunComparison
 
 __all__ = [
     "SECTIONS",
     "UNTRUSTED_NOTE",
-    "CheckedSection",
     "Integrity",
     "Outcome",
     "ReplayResult",
@@ -61,56 +61,6 @@ SECTIONS = (
     "quality",
     "claims",
 )
-NOT_EVIDENCED = "not evidenced"
-
-
-class Outcome(enum.StrEnum):
-    """The one-word verdict of a replay, in precedence order (first wins)."""
-
-    INTEGRITY_FAILED = "INTEGRITY FAILED"
-    CONTRADICTED = "CONTRADICTED"
-    UNVERIFIED = "UNVERIFIED"
-    NOT_EVIDENCED = "NOT EVIDENCED"
-    CONFIRMED = "CONFIRMED"
-
-    @property
-    def exit_code(self) -> int:
-        """The process exit code of this outcome (``docs/exit-codes.md``)."""
-        return _EXIT[self]
-
-
-_EXIT = {
-    Outcome.INTEGRITY_FAILED: EXIT_INTEGRITY,
-    Outcome.CONTRADICTED: EXIT_CLAIM_CONTRADICTED,
-    Outcome.UNVERIFIED: EXIT_UNVERIFIABLE,
-    Outcome.NOT_EVIDENCED: EXIT_UNVERIFIABLE,
-    Outcome.CONFIRMED: EXIT_OK,
-}
-
-
-class CheckedSection(Protocol):
-    """What the result needs of an optional section (media re-scoring, rerun comparison)."""
-
-    @property
-    def limits(self) -> tuple[str, ...]:
-        """What the section proves and what it cannot."""
-        ...
-
-    def integrity_failures(self) -> list[str]:
-        """Why the section found content that differs from what was sealed (exit 1)."""
-        ...
-
-    def failures(self) -> list[str]:
-        """Why the section contradicts the bundle (exit 4)."""
-        ...
-
-    def gaps(self) -> list[str]:
-        """Why the section could not judge everything (exit 5)."""
-        ...
-
-    def to_dict(self) -> dict[str, Any]:
-        """The section's JSON form."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -157,9 +107,12 @@ class ReplayResult:
     telemetry: TelemetryResult
     quality: QualityResult
     claims: ClaimsResult
-    media: CheckedSection | None = None
-    against: CheckedSection | None = None
+    media: MediaReplayResult | None = None
+    against: RerunComparison | None = None
     serving: tuple[ServingPoint, ...] = ()
+    inputs: ReplayInputs | None = field(default=None, repr=False, compare=False)
+    """The decoded inputs the sections were derived from (the report's other sections
+    read them rather than decoding the bundle again); no view serializes them."""
 
     @property
     def accepted_attempt(self) -> str:
@@ -174,9 +127,10 @@ class ReplayResult:
         return own if self.integrity.trusted else (UNTRUSTED_NOTE, *own)
 
     def _own_limits(self, section: str) -> tuple[str, ...]:
-        if section in ("media", "against"):
-            extra: CheckedSection | None = getattr(self, section)
-            return () if extra is None else extra.limits
+        if section == "media":
+            return () if self.media is None else self.media.limits
+        if section == "against":
+            return () if self.against is None else self.against.limits
         own: tuple[str, ...] = getattr(self, section).limits
         if section == "integrity":
             n = self.integrity.external
@@ -274,9 +228,9 @@ class ReplayResult:
     def failures(self) -> list[str]:
         """Why the result is contradicted (exit 4), one line each; empty when none."""
         out = []
-        if n := self.claims.count(CONTRADICTED):
+        if n := self.claims.count(ClaimStatus.CONTRADICTED):
             out.append(f"{n} claim(s) contradicted")
-        if n := self.quality.count(FAIL):
+        if n := self.quality.count(GateVerdict.FAIL):
             out.append(f"{n} recorded gate check(s) failed")
         if n := len(self.conformance.deviations):
             out.append(f"{n} deviation(s) from the frozen plan")
@@ -291,9 +245,9 @@ class ReplayResult:
     def gaps(self) -> list[str]:
         """Why the result is not fully verified (exit 5), one line each; empty when none."""
         out = []
-        if n := self.claims.count(UNVERIFIABLE):
+        if n := self.claims.count(ClaimStatus.UNVERIFIABLE):
             out.append(f"{n} claim(s) unverifiable")
-        if n := self.quality.count(UNATTESTED):
+        if n := self.quality.count(GateVerdict.UNATTESTED):
             out.append(f"{n} gate check(s) unattested (no scorer identity)")
         if not self.conformance.checked:
             out.append("no frozen plan to check the receipts against")
@@ -306,15 +260,18 @@ class ReplayResult:
     @property
     def outcome(self) -> Outcome:
         """The verdict, from every section (precedence in the module docstring)."""
-        if self.integrity_failures():
-            return Outcome.INTEGRITY_FAILED
-        if self.failures():
-            return Outcome.CONTRADICTED
-        if self.gaps():
-            return Outcome.UNVERIFIED
-        if not self.claims.checks and self.media is None and self.against is None:
+        decided = decide(self.integrity_failures(), self.failures(), self.gaps())
+        nothing_asked = self.media is None and self.against is None
+        if decided is Outcome.CONFIRMED and not self.claims.checks and nothing_asked:
             return Outcome.NOT_EVIDENCED
-        return Outcome.CONFIRMED
+        return decided
+
+    def media_outcome(self) -> Outcome | None:
+        """The media section judged alone, by the one precedence over its own reasons
+        (None: not re-scored). Its word is ``MediaVerdict.of(...)``; it never decides
+        the replay's outcome, which sees the same reasons among all the others."""
+        m = self.media
+        return None if m is None else decide(m.integrity_failures(), m.failures(), m.gaps())
 
     @property
     def exit_code(self) -> int:

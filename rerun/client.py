@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bundler.campaign.plan_check import LEVELS
+from bundler.campaign.plan_result import LEVELS
 from rerun.watchdog import StopFlag
 
 __all__ = [

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bundler.campaign.plan_check import PlanShapeError, PlanSlot, plan_slots
+from bundler.campaign.plan_slots import PlanShapeError, PlanSlot, plan_slots
 
 __all__ = [
     "PlannedRequest",

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bundler.content import read_content
 from bundler.errors import Problem, UsageError
 from bundler.format.tables import EXTRA_COLUMN
 from bundler.verified import VerifiedBundle, open_verified
-from replay.api import inputs_from_bundle
 from rerun.client import FilePart
 from rerun.confine import InputRefused, input_problem, read_input
 from rerun.options import FILE_FIELDS, RerunOptions
@@ -80,9 +80,9 @@ def read_sealed(bundle: VerifiedBundle) -> SealedRead:
         BundleFormatError: a document of a bundle accepted unsigned is malformed, or a
             table breaks the table contract (checked as replay checks it).
     """
-    # The rerun copies gates, pairing and receipts from these tables: the same contract
-    # check as replay's, in the same place, before anything is copied.
-    inputs_from_bundle(bundle)
+    # The rerun copies gates, pairing and receipts from these tables: the same content
+    # limits and contract check as replay's (one function), before anything is copied.
+    read_content(bundle)
     campaign = bundle.document("campaign.json") or {}
     plan_name = str(campaign.get("plan", ""))
     plan_bytes = bundle.member_bytes(plan_name)

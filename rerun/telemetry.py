@@ -6,6 +6,9 @@ parser turns into :class:`DeviceSample` rows (``npu-smi info`` on Ascend,
 at the plan's ``telemetry.interval_s`` on a fixed grid (a slow sample skips
 ticks instead of drifting) and hands rows to a sink with the arm and server
 running at that moment.
+
+This is the recorder's side; the replay section that re-derives the figures
+from a sealed ``telemetry`` table is :mod:`replay.sections.telemetry`.
 """
 
 from __future__ import annotations

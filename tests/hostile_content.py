@@ -29,6 +29,7 @@ from bundler._internal import jcs
 from bundler.format.container import read_container, write_container
 from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
 from bundler.format.manifest import ENVELOPE_NAME, MANIFEST_NAME, build_statement
+from bundler.format.model import Manifest
 from bundler.format.tables import arrow_schema
 from bundler.seal import parquet_bytes, seal_campaign
 from tests.campaign_builder import BASELINE_COMMIT, CANDIDATE_COMMIT, write_campaign
@@ -84,7 +85,7 @@ def hostile_bundle(
     manifest_bytes = jcs.dumps(manifest)
     members[MANIFEST_NAME] = manifest_bytes
     statement = build_statement(
-        manifest_bytes, hashlib.sha256(manifest_bytes).hexdigest(), manifest
+        manifest_bytes, hashlib.sha256(manifest_bytes).hexdigest(), Manifest.from_dict(manifest)
     )
     members[ENVELOPE_NAME] = sign_payload(statement, [key], INTOTO_PAYLOAD_TYPE).to_bytes()
     buf = io.BytesIO()

@@ -27,7 +27,8 @@ from hypothesis import strategies as st
 
 from bundler.campaign.columnar import PER_ROW_ENV, read_columnar
 from bundler.campaign.load import load_campaign
-from bundler.campaign.sanitize import _ANY_RE2, Sanitizer
+from bundler.campaign.sanitize import Sanitizer
+from bundler.campaign.sanitize_rules import ANY_RE2
 from bundler.errors import CampaignError
 from bundler.seal import seal_campaign
 from tests.campaign_builder import receipts, write_campaign
@@ -350,7 +351,7 @@ def test_cross_checks_name_the_line_in_columnar_mode(tmp_path: Path) -> None:
 def test_re2_prefilter_covers_every_rule(text: str) -> None:
     """ASCII text the prefilter does not pick is left unchanged by every rule (Python re)."""
     san = Sanitizer(["gpu-node7"], include_local_hostname=False)
-    pattern = _ANY_RE2 + "|" + re.escape("gpu-node7")
+    pattern = ANY_RE2 + "|" + re.escape("gpu-node7")
     picked = pc.match_substring_regex(pa.array([text]), pattern, ignore_case=True)
     if not picked[0].as_py():
         assert san.scrub(text, "m", "f") == text

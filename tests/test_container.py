@@ -275,14 +275,14 @@ def test_reserved_zstd_block_type_is_corrupt(tmp_path: Path) -> None:
 def test_decompression_output_is_bounded_per_read(tmp_path: Path) -> None:
     # 64 MiB of zeros are RLE blocks (4 bytes per 128 KiB): feeding fixed byte counts
     # would let one call regenerate tens of MiB. Whole blocks keep each step at 1 MiB.
-    from bundler.format.container import _FramePull
+    from bundler.format.zstd_frame import FramePull
 
     p = tmp_path / "z.bin"
     p.write_bytes(zstandard.ZstdCompressor(level=19).compress(bytes(64 << 20)))
     assert p.stat().st_size < 10_000
     biggest = total = 0
     with p.open("rb") as fh:
-        pull = _FramePull(fh, 1 << 30, "z")
+        pull = FramePull(fh, 1 << 30, "z")
         while chunk := pull.read():
             biggest = max(biggest, len(chunk))
             total += len(chunk)

@@ -21,7 +21,8 @@ from bundler._internal import jcs
 from bundler.format.container import read_container, write_container
 from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
 from bundler.format.manifest import ENVELOPE_NAME, MANIFEST_NAME, build_statement
-from bundler.format.trust import Trust
+from bundler.format.model import Manifest
+from bundler.format.trust import SignatureStatus, Trust
 from bundler.verify import check_bundle
 from reprobundle.cli.main import main
 from tests.conftest import Keys
@@ -46,7 +47,9 @@ def _resign_with(sealed: Path, out: Path, keys: Keys, edit: Any) -> Path:
     unique = copy.deepcopy(doc)
     unique["members"] = _last_wins(unique["members"])
     unique["external"] = _last_wins(unique["external"])
-    statement = build_statement(manifest, hashlib.sha256(manifest).hexdigest(), unique)
+    statement = build_statement(
+        manifest, hashlib.sha256(manifest).hexdigest(), Manifest.from_dict(unique)
+    )
     content[MANIFEST_NAME] = manifest
     content[ENVELOPE_NAME] = sign_payload(statement, [keys.private], INTOTO_PAYLOAD_TYPE).to_bytes()
     with out.open("wb") as fh:
@@ -71,7 +74,7 @@ def _external_twice(doc: dict[str, Any]) -> None:
 def test_a_member_listed_twice_is_refused(sealed: Path, keys: Keys, tmp_path: Path) -> None:
     bad = _resign_with(sealed, tmp_path / "dup.bundle", keys, _bogus_first_entry)
     rep = check_bundle(bad, trust=Trust.keys([keys.public]))
-    assert rep.signature_status == "verified"  # the signature is not what fails it
+    assert rep.signature_status == SignatureStatus.VERIFIED  # the signature is not what fails it
     assert not rep.ok
     dup = [p for p in rep.problems if p.where == "campaign.json" and p.field == "path"]
     assert len(dup) == 1, rep.problems
@@ -83,7 +86,7 @@ def test_an_external_artifact_listed_twice_is_refused(
 ) -> None:
     bad = _resign_with(sealed, tmp_path / "ext.bundle", keys, _external_twice)
     rep = check_bundle(bad, trust=Trust.keys([keys.public]))
-    assert rep.signature_status == "verified"
+    assert rep.signature_status == SignatureStatus.VERIFIED
     assert not rep.ok
     assert [(p.where, p.field) for p in rep.problems] == [("external:raw/run.log", "path")]
 

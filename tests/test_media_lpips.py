@@ -32,6 +32,7 @@ import torch
 from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
 from bundler.verified import VerifiedBundle, open_verified
+from replay.engine.verdicts import GateVerdict
 from replay.media import DeviceError, rescore_bundle
 from replay.media.lpips_attested import _no_downloads, load_attested_lpips, yuv420p_to_rgb
 from replay.media.probe import MediaReader
@@ -140,7 +141,7 @@ def test_attested_lpips_matches_a_bare_forward_pass(bundle: VerifiedBundle, weig
         torch.set_num_threads(threads)
     np.testing.assert_allclose(ours[:8], theirs, rtol=1e-4, atol=1e-7)
     lp = next(g for g in c.gates if g.gate_id == "lpips-max")
-    assert lp.recomputed_verdict == "pass"
+    assert lp.recomputed_verdict is GateVerdict.PASS
     m = next(x for x in c.metrics if x.metric == "lpips")
     assert m.status == "agree"  # the generator's recorded value, 4 decimals
 
@@ -170,8 +171,9 @@ def test_one_changed_byte_makes_lpips_unattested_never_pass(
     assert {w.role: w.status for w in r.scorer.weights}["backbone"] == "mismatch"
     for c in r.comparisons:
         lp = next(g for g in c.gates if g.gate_id == "lpips-max")
-        assert lp.recomputed_verdict == "unattested"
-        assert next(g for g in c.gates if g.gate_id == "ssim-min").recomputed_verdict == "pass"
+        assert lp.recomputed_verdict is GateVerdict.UNATTESTED
+        ssim = next(g for g in c.gates if g.gate_id == "ssim-min")
+        assert ssim.recomputed_verdict is GateVerdict.PASS
     assert next(g for g in r.gates if g.gate_id == "lpips-max").recomputed_verdict == "unattested"
 
 

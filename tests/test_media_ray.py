@@ -34,7 +34,7 @@ from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
 from bundler.verified import VerifiedBundle, open_verified
 from replay.media import MediaProgress, MediaReplayResult, rescore_bundle
-from replay.media.ray_executor import CRASH_DIR_ENV
+from replay.media.executors.ray import CRASH_DIR_ENV
 from tests.conftest import make_keys
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -24,6 +24,7 @@ pytest.importorskip("av")
 from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
 from bundler.verified import VerifiedBundle, open_verified
+from replay.engine.verdicts import MediaVerdict, Outcome, decide
 from replay.media import (
     DeviceError,
     MediaProgress,
@@ -32,6 +33,12 @@ from replay.media import (
     rescore_bundle,
 )
 from tests.conftest import make_keys
+
+
+def outcome(r: MediaReplayResult) -> Outcome:
+    """The media section's outcome alone, by the one precedence of the replay's result."""
+    return decide(r.integrity_failures(), r.failures(), r.gaps())
+
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "samples" / "media-mini"
@@ -124,8 +131,8 @@ def test_both_arms_equally_truncated_fail_coverage_although_every_gate_passes(
         ("av/end-agree", "candidate"),
     }
     assert c.verdict == "FAIL"
-    assert replayed.verdict == "FAIL"
-    assert replayed.exit_code == 4
+    assert MediaVerdict.of(outcome(replayed)) == "FAIL"
+    assert outcome(replayed).exit_code == 4
     kinds = {(d.comparison_id, d.kind) for d in replayed.disagreements}
     assert ("cmp-03", "coverage") in kinds
 
@@ -150,7 +157,7 @@ def test_report_shows_gates_and_disagreements_side_by_side(replayed: MediaReplay
     assert "audio/samples-cover-duration [baseline]" in text
     doc = replayed.to_dict()
     json.dumps(doc)  # JSON-ready
-    assert doc["exit_code"] == 4
+    assert outcome(replayed).exit_code == 4
     assert doc["definitions"]["ssim/ffmpeg-y-frame-mean"].startswith("FFmpeg vf_ssim")
     assert doc["coverage_params"]["sources"]["av_sync_tolerance_s"] == "plan"
 
@@ -171,8 +178,8 @@ def test_hash_mismatch_is_reported_and_the_other_comparisons_still_run(
     assert any("candidate media mismatch" in p for p in c1.problems)
     assert {g.recomputed_verdict for g in c1.gates if g.gate_id != "lpips-max"} == {"not-computed"}
     assert cmp(r, "cmp-03").frames_compared == 48
-    assert r.verdict == "MISMATCH"
-    assert r.exit_code == 1
+    assert MediaVerdict.of(outcome(r)) == "MISMATCH"
+    assert outcome(r).exit_code == 1
     assert any(d.kind == "identity" and d.comparison_id == "cmp-01" for d in r.disagreements)
 
 
@@ -188,8 +195,8 @@ def test_absent_media_are_reported_never_skipped(
     sample_bundle: VerifiedBundle, tmp_path: Path
 ) -> None:
     r = rescore_bundle(sample_bundle, [tmp_path])
-    assert r.verdict == "INCOMPLETE"
-    assert r.exit_code == 5
+    assert MediaVerdict.of(outcome(r)) == "INCOMPLETE"
+    assert outcome(r).exit_code == 5
     for c in r.comparisons:
         assert c.baseline.location is not None and c.baseline.location.status == "absent"
         assert any("baseline media absent" in p for p in c.problems)

@@ -27,7 +27,7 @@ from bundler.campaign.plan_check import (
 )
 from bundler.errors import Problem
 from bundler.seal import seal_campaign
-from reprobundle.cli.rerun_cmd import plan_group
+from reprobundle.cli.plan_cmd import plan_group
 from tests.reference_server.campaign import write_campaign
 
 PLANS = Path(__file__).parent / "fixtures" / "plans"

@@ -20,11 +20,11 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
+from bundler.content import check_content_limits
 from bundler.errors import BundleFormatError
 from bundler.format.container import ContentLimits
 from bundler.format.trust import Trust
 from bundler.verified import open_verified
-from replay.engine.limits import check_content_limits
 from tests.hostile_content import hostile_bundle as build_hostile
 from tests.hostile_content import many_arms, many_claims, many_gates, table_bytes
 from tests.test_memory_bound import GIB, ROOT, SAFETY_CAP, _env, run_capped

@@ -19,8 +19,8 @@ import pytest
 from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
 from bundler.verified import VerifiedBundle, open_verified
-from replay.api import replay_bundle
-from replay.sections.against import DEFAULT_TOLERANCE, RerunComparison, compare_bundles
+from replay.api import compare_bundles, replay_bundle
+from replay.sections.against import DEFAULT_TOLERANCE, RerunComparison
 from replay.sections.against import format_comparison as fmt
 from tests.conftest import Keys
 from tests.reference_server.campaign import (

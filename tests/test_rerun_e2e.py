@@ -42,8 +42,8 @@ from bundler.campaign.plan_check import check_plan
 from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
 from bundler.verified import VerifiedBundle, open_verified
-from replay.api import replay, replay_bundle
-from replay.sections.against import compare_bundles, format_comparison
+from replay.api import compare_bundles, replay, replay_bundle
+from replay.sections.against import format_comparison
 from reprobundle.cli.replay_cmd import replay_command
 from reprobundle.cli.rerun_cmd import rerun_command
 from rerun.runner import RerunControl, RerunEvent, RerunOptions, run_rerun

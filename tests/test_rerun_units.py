@@ -20,7 +20,8 @@ from bundler.errors import UsageError
 from bundler.format.container import read_container, write_container
 from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
-from reprobundle.cli.rerun_cmd import plan_group, rerun_command
+from reprobundle.cli.plan_cmd import plan_group
+from reprobundle.cli.rerun_cmd import rerun_command
 from rerun.client import (
     Deadline,
     FilePart,

@@ -25,7 +25,7 @@ import pytest
 
 from bundler.campaign.load import load_campaign
 from bundler.format.container import read_container
-from bundler.format.trust import Trust
+from bundler.format.trust import SignatureStatus, Trust
 from bundler.seal import seal_campaign
 from bundler.verify import check_bundle
 from tests.conftest import Keys
@@ -425,7 +425,7 @@ def test_samples_seal_verify_and_reseal_identically(root: Path, tmp_path: Path, 
     assert a.read_bytes() == b.read_bytes()
     report = check_bundle(a, trust=Trust.keys([keys.public]))
     assert report.problems == []
-    assert report.signature_status == "verified"
+    assert report.signature_status == SignatureStatus.VERIFIED
     assert report.ok
     artifacts = rows(root / "artifacts.jsonl") if (root / "artifacts.jsonl").exists() else []
     # External artifacts are a normal state, never missing local files.

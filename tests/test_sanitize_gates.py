@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bundler.campaign import sanitize
-from bundler.campaign.sanitize import _RULE_RE2, RULES, Sanitizer
+from bundler.campaign.sanitize import RULES, Sanitizer
+from bundler.campaign.sanitize_rules import RULE_RE2
 
 BASIC = base64.b64encode(b"carol:hunter2").decode()
 
@@ -57,7 +58,7 @@ def gate_matches(san: Sanitizer, rule: str, text: str) -> bool:
 def test_a_gate_matches_wherever_its_rule_changes_the_text(rule: str, text: str) -> None:
     san = new("gpu-node7")
     if san.apply_rule(rule, text) != text:
-        assert gate_matches(san, rule, text), f"gate {_RULE_RE2[rule]!r} misses {text!r}"
+        assert gate_matches(san, rule, text), f"gate {RULE_RE2[rule]!r} misses {text!r}"
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from bundler._internal import jcs
 from bundler.errors import CampaignError, IntegrityError, UsageError
 from bundler.format.container import read_container, write_container
 from bundler.format.manifest import ENVELOPE_NAME, MANIFEST_NAME
-from bundler.format.trust import Trust
+from bundler.format.trust import SignatureStatus, Trust
 from bundler.seal import seal_campaign
 from bundler.sign import countersign
 from bundler.verify import check_bundle, open_bundle, verify_bundle
@@ -36,7 +36,7 @@ def repack(src: Path, dst: Path, change: dict[str, bytes | None]) -> Path:
 
 def test_seal_then_verify(sealed: Path, keys: Keys) -> None:
     report = verify_bundle(sealed, trust=Trust.keys([keys.public]))
-    assert report.signature_status == "verified"
+    assert report.signature_status == SignatureStatus.VERIFIED
     assert report.campaign["id"] == "mini"
     assert [s.verified_by for s in report.signatures] == [keys.key_id]
 
@@ -88,7 +88,7 @@ def test_parquet_members_carry_format_version_and_zstd(sealed: Path) -> None:
 def test_wrong_key_is_untrusted(sealed: Path, tmp_path: Path) -> None:
     other = make_keys(tmp_path, "other")
     report = check_bundle(sealed, trust=Trust.keys([other.public]))
-    assert report.signature_status == "untrusted"
+    assert report.signature_status == SignatureStatus.UNTRUSTED
     assert not report.ok
     with pytest.raises(IntegrityError, match="signature untrusted"):
         verify_bundle(sealed, trust=Trust.keys([other.public]))
@@ -97,7 +97,7 @@ def test_wrong_key_is_untrusted(sealed: Path, tmp_path: Path) -> None:
 def test_unsigned_bundle_needs_explicit_allowance(tmp_path: Path, campaign: Path) -> None:
     out = tmp_path / "u.bundle"
     seal_campaign(campaign, out)
-    assert check_bundle(out).signature_status == "unsigned"
+    assert check_bundle(out).signature_status == SignatureStatus.UNSIGNED
     assert not check_bundle(out).ok
     assert check_bundle(out, trust=Trust.allow_unsigned()).ok
 
@@ -423,7 +423,7 @@ def test_corrupted_signature_of_a_trusted_key_is_invalid(
     env["signatures"][0]["sig"] = base64.b64encode(bytes(sig)).decode()
     t = repack(sealed, tmp_path / "s.bundle", {ENVELOPE_NAME: jcs.dumps(env)})
     rep = check_bundle(t, trust=Trust.keys([keys.public]))
-    assert rep.signature_status == "invalid"
+    assert rep.signature_status == SignatureStatus.INVALID
     assert any(p.record == "signature 0" and keys.key_id in p.message for p in rep.problems)
     # Even --allow-unsigned does not accept a forged signature of a trusted key.
     assert not check_bundle(t, trust=Trust.allow_unsigned([keys.public])).ok

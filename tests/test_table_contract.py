@@ -31,6 +31,7 @@ from bundler.errors import CampaignError
 from bundler.format.container import read_container, write_container
 from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
 from bundler.format.manifest import ENVELOPE_NAME, MANIFEST_NAME, build_statement
+from bundler.format.model import Manifest
 from bundler.seal import seal_campaign
 from tests.conftest import Keys, make_keys
 from tests.replay_factory import Files, build, seed_like
@@ -65,7 +66,7 @@ def rewrite(bundle: Path, keys: Keys, out: Path, table: str, edit: Edit) -> tupl
         m["size"] = len(members[m["path"]])
     raw = jcs.dumps(manifest)
     members[MANIFEST_NAME] = raw
-    statement = build_statement(raw, hashlib.sha256(raw).hexdigest(), manifest)
+    statement = build_statement(raw, hashlib.sha256(raw).hexdigest(), Manifest.from_dict(manifest))
     members[ENVELOPE_NAME] = sign_payload(statement, [keys.private], INTOTO_PAYLOAD_TYPE).to_bytes()
     buf = io.BytesIO()
     write_container(buf, list(members.items()))

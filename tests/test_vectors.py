@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bundler.format.keys import load_public_key
-from bundler.format.trust import Trust
+from bundler.format.trust import SignatureStatus, Trust
 from bundler.seal import environment
 from bundler.verify import check_bundle
 from tests.vectors.make_vectors import make
@@ -45,7 +45,7 @@ def test_positive_vector_verifies() -> None:
 def test_wrong_key_vector_is_untrusted() -> None:
     key = load_public_key(VECTORS / "negative" / "wrong-key.pub")
     rep = check_bundle(VECTORS / "mini.bundle", trust=Trust.keys([key]))
-    assert rep.signature_status == "untrusted"
+    assert rep.signature_status == SignatureStatus.UNTRUSTED
     assert not rep.ok
 
 

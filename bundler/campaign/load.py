@@ -22,7 +22,7 @@ from bundler._internal.schemas import document_errors
 from bundler._internal.textsafe import safe
 from bundler._internal.userfile import open_user_file
 from bundler.campaign.columnar import ColumnTable, read_columnar
-from bundler.campaign.plan_check import is_serving_plan
+from bundler.campaign.plan_slots import is_serving_plan
 from bundler.errors import Problem, UsageError
 from bundler.format.container import member_name_problem
 from bundler.format.contract import TableView, cross_checks, name_problem
@@ -42,7 +42,6 @@ __all__ = [
 
 REQUIRED_TABLES = ("attempts", "receipts", "claims")
 _TABLE_EXTS = (".jsonl", ".csv", ".json")
-_RESERVED_DIRS = ("plans", "logs")
 _MAX_PROBLEMS_PER_FILE = 200
 
 

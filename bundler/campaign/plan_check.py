@@ -27,8 +27,27 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bundler.campaign.plan_result import (
+    LEVELS,
+    Finding,
+    PlanCheckResult,
+    Reservation,
+    SlotBudget,
+    StuckScenario,
+    level_name,
+    seconds_text,
+)
+from bundler.campaign.plan_slots import (
+    SERVING_APIS,
+    PlanShapeError,
+    PlanSlot,
+    is_serving_plan,
+    plan_slots,
+)
 from bundler.errors import Problem
 
+# The result types and the plan's schedule live in their own modules; their public
+# names stay importable from here, the module ``bundle plan check`` is named after.
 __all__ = [
     "LEVELS",
     "SERVING_APIS",
@@ -45,230 +64,8 @@ __all__ = [
     "seal_plan_findings",
 ]
 
-LEVELS = ("request", "wave", "arm", "reservation")
-"""Deadline levels from the innermost out; on a tie the innermost is said to fire."""
 _RANK = {name: i for i, name in enumerate(LEVELS)}
-_FINDING_LEVELS = ("error", "warning")
 _SEAL_BLOCKING_KINDS = ("campaign",)
-
-
-class PlanShapeError(ValueError):
-    """The plan lacks what the schedule needs (arm order, counts, teardown budgets)."""
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One result of the check: ``level`` error or warning, a stable ``code``, the field path."""
-
-    level: str
-    code: str
-    path: str
-    message: str
-
-    def __post_init__(self) -> None:
-        if self.level not in _FINDING_LEVELS:
-            raise ValueError(f"finding level must be one of {_FINDING_LEVELS}, not {self.level!r}")
-        if not self.code:
-            raise ValueError("a finding needs a code")
-
-    def __str__(self) -> str:
-        return f"{self.level}: {self.path}: {self.message} [{self.code}]"
-
-
-@dataclass(frozen=True)
-class PlanSlot:
-    """One position of ``arm_order``: the arm, its server, and how many requests it sends."""
-
-    position: int
-    arm: str
-    server: str
-    warmups: int
-    measured: int
-    quality: int
-
-    def __post_init__(self) -> None:
-        if self.position < 1:
-            raise ValueError("positions count from 1")
-        if min(self.warmups, self.measured, self.quality) < 0:
-            raise ValueError("request counts cannot be negative")
-
-    @property
-    def requests(self) -> int:
-        """Every request of the wave: warmups, measured and quality."""
-        return self.warmups + self.measured + self.quality
-
-
-@dataclass(frozen=True)
-class Reservation:
-    """The device reservation, in seconds from its start."""
-
-    hard_limit_s: float
-    soft_term_s: float
-    kill_grace_s: float
-    watchdog_is_failure_boundary: bool
-    unfinished_arm_evidence: str | None
-
-
-@dataclass(frozen=True)
-class SlotBudget:
-    """What one arm position may take under the plan's own deadlines.
-
-    ``worst_case_s`` = min(arm_s, start-up + min(wave_s, requests x request_s))
-    + TERM wait + KILL wait. ``nominal_s`` uses ``expected_request_s`` per
-    request instead (0 when the plan does not declare it).
-    """
-
-    slot: PlanSlot
-    startup_s: float
-    wave_budget_s: float
-    teardown_s: float
-    worst_case_s: float
-    nominal_s: float
-
-
-@dataclass(frozen=True)
-class StuckScenario:
-    """A stuck first request in one arm position, earlier positions having run nominally.
-
-    Times are seconds from the start of the reservation. ``deadlines`` lists
-    every level the plan sets for that request, ``fires`` the first of them.
-    ``starved`` names later servers that would get no sample at all, ``cut``
-    later servers that would start but not finish before the soft TERM.
-    """
-
-    slot: PlanSlot
-    starts_at_s: float
-    deadlines: tuple[tuple[str, float], ...]
-    fires: str
-    fires_at_s: float
-    slot_ends_at_s: float
-    clean_up_fits: bool
-    starved: tuple[str, ...]
-    cut: tuple[str, ...]
-
-    def describe(self) -> str:
-        """One sentence: which level fires first and who loses samples."""
-        s = self.slot
-        others = ", ".join(
-            f"{lvl} at {_fmt_s(t)}" for lvl, t in self.deadlines if lvl != self.fires
-        )
-        text = (
-            f"arm position {s.position} ({s.arm} on {s.server}): a stuck first request is "
-            f"ended by the {_level_name(self.fires)} at {_fmt_s(self.fires_at_s)}"
-        )
-        if others:
-            text += f" (then: {others})"
-        if not self.clean_up_fits and self.fires != "reservation":
-            text += "; its teardown does not finish before the soft TERM"
-        if self.starved:
-            text += "; no samples for " + ", ".join(self.starved)
-        if self.cut:
-            text += "; cut short: " + ", ".join(self.cut)
-        if not self.starved and not self.cut:
-            text += "; every later position still runs"
-        return text
-
-
-@dataclass(frozen=True)
-class PlanCheckResult:
-    """Everything ``check_plan`` established about one plan."""
-
-    plan_id: str
-    findings: tuple[Finding, ...]
-    slots: tuple[SlotBudget, ...] = ()
-    scenarios: tuple[StuckScenario, ...] = ()
-    reservation: Reservation | None = None
-    timeouts: Mapping[str, float | None] = field(default_factory=dict)
-    assumptions: tuple[str, ...] = ()
-
-    @property
-    def errors(self) -> tuple[Finding, ...]:
-        """Findings of level error."""
-        return tuple(f for f in self.findings if f.level == "error")
-
-    @property
-    def warnings(self) -> tuple[Finding, ...]:
-        """Findings of level warning."""
-        return tuple(f for f in self.findings if f.level == "warning")
-
-    @property
-    def ok(self) -> bool:
-        """True when there is no error (warnings allowed)."""
-        return not self.errors
-
-    @property
-    def worst_case_total_s(self) -> float:
-        """Every position at its full budget, one after the other."""
-        return sum(b.worst_case_s for b in self.slots)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form (``bundle plan check --json``)."""
-        res = self.reservation
-        return {
-            "plan_id": self.plan_id,
-            "ok": self.ok,
-            "timeouts": dict(self.timeouts),
-            "reservation": None if res is None else res.__dict__,
-            "findings": [f.__dict__ for f in self.findings],
-            "slots": [
-                {
-                    "position": b.slot.position,
-                    "arm": b.slot.arm,
-                    "server": b.slot.server,
-                    "requests": b.slot.requests,
-                    "startup_s": b.startup_s,
-                    "wave_budget_s": b.wave_budget_s,
-                    "teardown_s": b.teardown_s,
-                    "worst_case_s": b.worst_case_s,
-                    "nominal_s": b.nominal_s,
-                }
-                for b in self.slots
-            ],
-            "worst_case_total_s": self.worst_case_total_s,
-            "scenarios": [
-                {
-                    "position": s.slot.position,
-                    "arm": s.slot.arm,
-                    "server": s.slot.server,
-                    "starts_at_s": s.starts_at_s,
-                    "deadlines": dict(s.deadlines),
-                    "fires": s.fires,
-                    "fires_at_s": s.fires_at_s,
-                    "slot_ends_at_s": s.slot_ends_at_s,
-                    "clean_up_fits": s.clean_up_fits,
-                    "starved": list(s.starved),
-                    "cut": list(s.cut),
-                    "text": s.describe(),
-                }
-                for s in self.scenarios
-            ],
-            "assumptions": list(self.assumptions),
-        }
-
-
-def _fmt_s(x: float) -> str:
-    """``9,900 s (2 h 45 min)``: seconds as the plan writes them, and the clock reading."""
-    if not math.isfinite(x):
-        return "never"
-    text = f"{x:,.0f} s" if x == round(x) else f"{x:,.2f} s"
-    whole = round(abs(x))
-    h, rem = divmod(whole, 3600)
-    m, sec = divmod(rem, 60)
-    parts = [f"{h} h"] if h else []
-    parts += [f"{m} min"] if m else []
-    parts += [f"{sec} s"] if sec and not h else []
-    if whole >= 60:
-        text += f" ({' '.join(parts)})"
-    return text
-
-
-def _level_name(level: str) -> str:
-    return {
-        "request": "request timeout",
-        "wave": "wave timeout",
-        "arm": "arm timeout",
-        "reservation": "reservation soft TERM",
-    }[level]
 
 
 def _positive(value: Any) -> bool:
@@ -287,57 +84,6 @@ def _non_negative(value: Any) -> bool:
         and math.isfinite(value)
         and value >= 0
     )
-
-
-def _count(plan: Mapping[str, Any], key: str, minimum: int) -> int:
-    value = plan.get(key)
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise PlanShapeError(f"{key} must be an integer >= {minimum}")
-    return value
-
-
-def _quality_counts(plan: Mapping[str, Any]) -> tuple[int, set[str]]:
-    quality = plan.get("quality")
-    if not isinstance(quality, Mapping):
-        return 0, set()
-    prompts = quality.get("prompts")
-    render_on = quality.get("render_on")
-    if not isinstance(prompts, list) or not isinstance(render_on, list):
-        return 0, set()
-    return len(prompts), {str(s) for s in render_on}
-
-
-def plan_slots(plan: Mapping[str, Any]) -> tuple[PlanSlot, ...]:
-    """The arm positions of ``plan`` in run order.
-
-    Servers are named by the plan's ``servers`` list (one per ``arm_order``
-    entry) when it has one, else ``<arm>-<k>`` for the k-th position of that
-    arm. A server in ``quality.render_on`` also sends one request per
-    ``quality.prompts`` entry, after its measured requests.
-
-    Raises:
-        PlanShapeError: ``arm_order``, the request counts or ``servers`` are malformed.
-    """
-    order = plan.get("arm_order")
-    if not isinstance(order, list) or not order or not all(isinstance(a, str) for a in order):
-        raise PlanShapeError("arm_order must be a non-empty list of arm ids")
-    warmups = _count(plan, "warmups_per_server", 0)
-    measured = _count(plan, "measured_per_server", 1)
-    servers = plan.get("servers")
-    if servers is not None:
-        if not isinstance(servers, list) or len(servers) != len(order):
-            raise PlanShapeError("servers must list one server name per arm_order entry")
-        if not all(isinstance(s, str) and s for s in servers) or len(set(servers)) != len(servers):
-            raise PlanShapeError("servers must be distinct non-empty names")
-    n_quality, render_on = _quality_counts(plan)
-    seen: dict[str, int] = {}
-    out = []
-    for i, arm in enumerate(order):
-        seen[arm] = seen.get(arm, 0) + 1
-        server = str(servers[i]) if servers is not None else f"{arm}-{seen[arm]}"
-        quality = n_quality if server in render_on else 0
-        out.append(PlanSlot(i + 1, arm, server, warmups, measured, quality))
-    return tuple(out)
 
 
 @dataclass
@@ -391,8 +137,8 @@ def _reservation_findings(res: Reservation, explicit_soft: bool) -> list[Finding
                 "error",
                 "soft-after-hard",
                 "reservation.soft_term_s",
-                f"soft TERM at {_fmt_s(res.soft_term_s)} comes after the hard limit "
-                f"{_fmt_s(res.hard_limit_s)}",
+                f"soft TERM at {seconds_text(res.soft_term_s)} comes after the hard limit "
+                f"{seconds_text(res.hard_limit_s)}",
             )
         )
     elif res.soft_term_s + res.kill_grace_s > res.hard_limit_s:
@@ -401,9 +147,10 @@ def _reservation_findings(res: Reservation, explicit_soft: bool) -> list[Finding
                 "error",
                 "kill-after-hard",
                 "reservation.kill_grace_s",
-                f"soft TERM at {_fmt_s(res.soft_term_s)} + kill grace "
-                f"{_fmt_s(res.kill_grace_s)} = {_fmt_s(res.soft_term_s + res.kill_grace_s)} "
-                f"passes the hard limit {_fmt_s(res.hard_limit_s)}",
+                f"soft TERM at {seconds_text(res.soft_term_s)} + kill grace "
+                f"{seconds_text(res.kill_grace_s)} = "
+                f"{seconds_text(res.soft_term_s + res.kill_grace_s)} "
+                f"passes the hard limit {seconds_text(res.hard_limit_s)}",
             )
         )
     if res.watchdog_is_failure_boundary and res.unfinished_arm_evidence is None:
@@ -561,9 +308,9 @@ def _scenario_findings(sc: StuckScenario, res: Reservation | None) -> list[Findi
                 "warning" if intended else "error",
                 "stuck-request-outer-level",
                 "timeouts.request_s",
-                f"{pos}: a stuck first request is ended by the {_level_name(sc.fires)} at "
-                f"{_fmt_s(sc.fires_at_s)}, before its own request timeout at "
-                f"{_fmt_s(request_at)}" + (evidence if intended else ""),
+                f"{pos}: a stuck first request is ended by the {level_name(sc.fires)} at "
+                f"{seconds_text(sc.fires_at_s)}, before its own request timeout at "
+                f"{seconds_text(request_at)}" + (evidence if intended else ""),
             )
         )
     elif not sc.clean_up_fits:
@@ -573,7 +320,7 @@ def _scenario_findings(sc: StuckScenario, res: Reservation | None) -> list[Findi
                 "no-room-for-clean-up",
                 "teardown",
                 f"{pos}: after its request timeout fires, the wave and teardown end at "
-                f"{_fmt_s(sc.slot_ends_at_s)}, after the soft TERM",
+                f"{seconds_text(sc.slot_ends_at_s)}, after the soft TERM",
             )
         )
     lost = [*(f"{s} (no samples)" for s in sc.starved), *(f"{s} (cut short)" for s in sc.cut)]
@@ -608,7 +355,8 @@ def _worst_case_finding(
     fixed = elapsed_s + sum(b.startup_s + b.teardown_s for b in budgets)
     wave_fit = (res.soft_term_s - fixed) / len(budgets)
     change = (
-        f"timeouts.wave_s to at most {_fmt_s(wave_fit)} (only if every wave really fits in it)"
+        f"timeouts.wave_s to at most {seconds_text(wave_fit)} "
+        "(only if every wave really fits in it)"
         if wave_fit > 0
         else "fewer positions or shorter start-up and teardown budgets"
     )
@@ -616,12 +364,13 @@ def _worst_case_finding(
         "warning",
         "worst-case-exceeds-reservation",
         "reservation.soft_term_s",
-        f"if every arm position used its whole budget ({_fmt_s(total)} in all), the soft TERM "
-        f"at {_fmt_s(res.soft_term_s)} would cut: " + ", ".join(over) + ". A risk, not a "
+        f"if every arm position used its whole budget ({seconds_text(total)} in all), "
+        "the soft TERM "
+        f"at {seconds_text(res.soft_term_s)} would cut: " + ", ".join(over) + ". A risk, not a "
         "certainty: it happens only if earlier positions run up to their deadlines; the "
         "positions named would then end in timeouts and the attempt would be interrupted, "
         "not accepted. To make the worst case fit, set " + change + ", or "
-        f"reservation.soft_term_s to at least {_fmt_s(total)}; for a plan already sealed, "
+        f"reservation.soft_term_s to at least {seconds_text(total)}; for a plan already sealed, "
         "start the run early in the reservation (less set-up time before it)",
     )
 
@@ -635,8 +384,9 @@ def _grace_findings(budgets: Sequence[SlotBudget], res: Reservation) -> list[Fin
                     "warning",
                     "teardown-exceeds-kill-grace",
                     f"teardown.{arm}",
-                    f"a teardown started at the soft TERM needs up to {_fmt_s(td)} (TERM + KILL "
-                    f"waits) but the reservation kills after {_fmt_s(res.kill_grace_s)}",
+                    "a teardown started at the soft TERM needs up to "
+                    f"{seconds_text(td)} (TERM + KILL "
+                    f"waits) but the reservation kills after {seconds_text(res.kill_grace_s)}",
                 )
             )
     return out
@@ -722,7 +472,7 @@ def check_plan(plan: Mapping[str, Any], *, elapsed_s: float = 0.0) -> PlanCheckR
         "the wave timeout from the moment the server is ready",
     ]
     if elapsed_s:
-        assumptions.append(f"{_fmt_s(elapsed_s)} of the reservation used before position 1")
+        assumptions.append(f"{seconds_text(elapsed_s)} of the reservation used before position 1")
     timeouts = {
         "request_s": t.request,
         "wave_s": t.wave,
@@ -763,15 +513,3 @@ def seal_plan_findings(
         else:
             warnings.append(p)
     return blocking, warnings
-
-
-SERVING_APIS = frozenset({"openai-completions", "openai-chat-completions"})
-"""``request.api`` values of LLM-serving plans (no schedule, timeouts or teardown)."""
-
-
-def is_serving_plan(plan: Mapping[str, Any]) -> bool:
-    """True when ``plan`` describes an LLM-serving benchmark (``request.api`` openai-*)."""
-    req = plan.get("request")
-    api = req.get("api") if isinstance(req, dict) else None
-    # A hostile plan may put any JSON here: only a string can name an API (schema reports the rest).
-    return isinstance(api, str) and api in SERVING_APIS

@@ -54,6 +54,31 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from bundler.campaign.sanitize_rules import (
+    API_KEY,
+    AUTHORIZATION,
+    BASIC,
+    BEARER,
+    CREDENTIAL_RULES,
+    DOTTED,
+    FIRST_PASS,
+    HAS_LETTER,
+    HOME,
+    IPV4,
+    IPV6_CANDIDATE,
+    KEY_LITERAL,
+    LABEL,
+    PRIVATE_KEY,
+    REDACTED,
+    RULE_RE2,
+    RULES,
+    RULES_VERSION,
+    SECRET_FIELD,
+    SUFFIXES,
+    URL_CREDENTIALS,
+    is_secret_name,
+)
+
 __all__ = [
     "CREDENTIAL_RULES",
     "REDACTED",
@@ -66,183 +91,11 @@ __all__ = [
     "is_secret_name",
 ]
 
-RULES_VERSION = "2"
-
-REDACTED = "<redacted>"
-
-RULES: tuple[str, ...] = (
-    "private_key",
-    "bearer_token",
-    "basic_auth",
-    "authorization",
-    "url_credentials",
-    "api_key",
-    "key_literal",
-    "home_path",
-    "ipv4",
-    "ipv6",
-    "hostname",
-)
-"""Rule names in the order they are applied; each rule sees the previous rule's output."""
-
-SECRET_FIELD = "secret_field"  # noqa: S105 (a rule name)
-"""The rule name counted when a value is replaced because of its key or field name."""
-
-CREDENTIAL_RULES = frozenset({"private_key", "basic_auth", "url_credentials", "key_literal"})
-"""Rules precise enough that a finding in a member carried verbatim refuses the seal."""
-
-# Values that are placeholders, not secrets: ``$TOKEN``, ``${TOKEN}``, ``{token}``,
-# ``<token>`` (and our own ``<redacted>``, so scrubbing twice changes nothing).
-_NOT_PLACEHOLDER = r"(?![$<{])"
-
-# --- credentials -----------------------------------------------------------------------------
-# detect-secrets 1.5.0 PrivateKeyDetector; gitleaks rule ``private-key``. The body runs to
-# the next "-" (base64 has none), so an unterminated block costs one pass, not one per BEGIN.
-_PRIVATE_KEY = re.compile(
-    r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----[^-]*+"
-    r"(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----)?"
-)
-# gitleaks rule ``curl-auth-header`` (the header part): any scheme, credentials redacted.
-_AUTHORIZATION = re.compile(
-    r"\b((?:proxy-)?authorization)(\\?[\"']?[ \t]*+[:=][ \t]*+\\?[\"']?)"
-    r"(?>((?:basic|bearer|token|digest|negotiate|ntlm|apikey|aws4-hmac-sha256)[ \t]++)?)"
-    + _NOT_PLACEHOLDER
-    + r"[^\s\"'`,;\\]++",
-    re.IGNORECASE,
-)
-# reprobundle rules 1 (RFC 6750 token68 characters).
-_BEARER = re.compile(r"\b(Bearer)[ \t]++[A-Za-z0-9\-._~+/]++=*+", re.IGNORECASE)
-# RFC 7617: base64 of "user:password"; only values that decode to one are redacted.
-_BASIC = re.compile(r"\b(Basic)[ \t]++([A-Za-z0-9+/]{6,}+={0,2}+)(?![A-Za-z0-9+/=])", re.IGNORECASE)
-# detect-secrets 1.5.0 BasicAuthDetector (``://user:password@``), with the user redacted too.
-_URL_CREDENTIALS = re.compile(
-    r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]{0,30}+://)"
-    r"[^\s:/?#@\"'<>\\]*+:" + _NOT_PLACEHOLDER + r"[^\s/?#@\"'<>\\]++@"
-)
-# detect-secrets 1.5.0 KeywordDetector and gitleaks ``generic-api-key`` (name = value), with
-# the name decided by ``is_secret_name``: the regex only finds "<identifier ending in a
-# keyword> <separator> <value>". The identifier starts where the previous character is not
-# an identifier character, so a long identifier is scanned once.
-_API_KEY = re.compile(
-    r"(?<![\w.-])([\w.-]*?(?:token|secret|passw(?:or)?d|pwd|passphrase|credentials?|key))"
-    r"(\\?[\"']?[ \t]*+[:=]{1,2}+[ \t]*+)"
-    r"(?:(\\?\")" + _NOT_PLACEHOLDER + r"[^\"\\\n]*+\\?\""
-    r"|(')" + _NOT_PLACEHOLDER + r"[^'\\\n]*+'"
-    r"|" + _NOT_PLACEHOLDER + r"[^\s\"'`,;&}\\]++)",
-    re.IGNORECASE,
-)
-# Vendor token formats. Sources: detect-secrets 1.5.0 plugins (AWSKeyDetector,
-# GitHubTokenDetector, GitLabTokenDetector, SlackDetector, StripeDetector, NpmDetector,
-# PypiTokenDetector, JwtTokenDetector, OpenAIDetector) and gitleaks ``config/gitleaks.toml``
-# rules (aws-access-token, github-pat, github-fine-grained-pat, gitlab-pat, huggingface-
-# access-token, huggingface-organization-api-token, gcp-api-key, jwt, slack-*-token,
-# anthropic-api-key, openai-api-key). Lengths are lower bounds where vendors have changed
-# them. Every alternative starts with a literal and runs over a class the look-behind
-# excludes, so it either succeeds or fails within its own run.
-_KEY_LITERAL = re.compile(
-    r"(?<![A-Za-z0-9_-])(?:"
-    r"sk-[A-Za-z0-9_-]{16,}+"
-    r"|[rs]k_(?:live|test)_[A-Za-z0-9]{16,}+"
-    r"|hf_[A-Za-z0-9]{20,}+"
-    r"|api_org_[A-Za-z0-9]{20,}+"
-    r"|gh[pousr]_[A-Za-z0-9]{20,}+"
-    r"|github_pat_[A-Za-z0-9_]{22,}+"
-    r"|gl(?:pat|dt|ft|soat|rt|cbt|ptt|agent|oas|imt|ffct)-[A-Za-z0-9_-]{20,}+"
-    r"|xox[abposr]-[A-Za-z0-9-]{10,}+"
-    r"|(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])"
-    r"|AIza[A-Za-z0-9_-]{35}"
-    r"|npm_[A-Za-z0-9]{36}"
-    r"|pypi-AgE[A-Za-z0-9_-]{50,}+"
-    r"|eyJ[A-Za-z0-9_-]{4,}+\.[A-Za-z0-9_=-]{4,}+(?:\.[A-Za-z0-9_.+/=-]*+)?"
-    r")"
-)
-
-# --- identifying details ---------------------------------------------------------------------
-_HOME = re.compile(
-    r"(?:/home|/Users)/(?!<user>)[^/\s\"':\\]++"
-    r"|/root(?=/|\b)"
-    r"|(?<![A-Za-z])[A-Za-z]:(\\{1,2})Users\1(?!<user>)[^\\/\s\"':]++"
-)
-_IPV4 = re.compile(r"(?<![\w])(?<!\d\.)(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\w])(?!\.\d)")
-_IPV6_CANDIDATE = re.compile(r"(?<![\w:.])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:])")
-# A run of DNS-ish labels; which part of it is a host name is decided in Python
-# (``Sanitizer._hosts``), so no regex backtracks over labels.
-_HAS_LETTER = re.compile(r"[A-Za-z]")
-_DOTTED = re.compile(r"(?<![A-Za-z0-9_.-])[A-Za-z0-9_-]*+(?:\.[A-Za-z0-9_-]*+)++")
-_LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
-_SUFFIXES = frozenset(
-    {
-        *("local", "lan", "internal", "intranet", "corp", "home", "localdomain"),
-        *("com", "net", "org", "io", "cn", "ai", "dev", "cloud"),
-    }
-)
-
-# A cheap first pass: most strings (ids, enums) match no rule. Every rule's match
-# contains one of these (``tests/test_sanitize.py`` checks it for each rule's examples).
-_ANY = re.compile(
-    r"bearer|basic|authoriz|key|token|secret|passw|pwd|passphrase|credential"
-    r"|sk-|[rs]k_|hf_|api_org_|gh[pousr]_|github_pat_|gl[a-z]{1,6}-|xox|A3T|AKIA|ASIA|ABIA|ACCA"
-    r"|AIza|npm_|pypi-|eyJ|://|/home/|/Users/|\\Users\\|/root|\d\.\d|:[0-9A-Fa-f]{0,4}:"
-    r"|\.(?:" + "|".join(sorted(_SUFFIXES, key=lambda s: (-len(s), s))) + r")(?![A-Za-z0-9_-])",
-    re.IGNORECASE,
-)
-# One RE2 (pyarrow.compute) gate per rule, searched case-insensitively: each matches
-# wherever its rule's regex matches, and more, so text a gate does not match is left
-# unchanged by that rule. Tighter than _ANY (a decimal number passes _ANY's "\d\.\d" but
-# no gate), and searched in C: a multi-megabyte line of a benchmark's JSON costs a few
-# RE2 passes instead of eleven Python regex passes. Used on ASCII text only, where RE2's
-# and Python's \d, \w and case folding agree. The named hosts join "hostname" per
-# Sanitizer (``tests/test_sanitize_gates.py`` checks each gate against its rule).
-_RULE_RE2: dict[str, str] = {
-    "private_key": r"PRIVATE KEY",
-    "bearer_token": r"bearer[ \t]",
-    "basic_auth": r"basic[ \t]",
-    "authorization": r"authorization",
-    "url_credentials": r"://",
-    # The keyword that ends the name, then the separator (_API_KEY's groups 1 and 2).
-    "api_key": r"(?:token|secret|passw(?:or)?d|pwd|passphrase|credentials?|key)"
-    r"\\?[\"']?[ \t]*[:=]",
-    "key_literal": r"sk-|[rs]k_(?:live|test)_|hf_|api_org_|gh[pousr]_|github_pat_"
-    r"|gl(?:pat|dt|ft|soat|rt|cbt|ptt|agent|oas|imt|ffct)-|xox[abposr]-"
-    r"|A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AIza|npm_|pypi-AgE|eyJ",
-    "home_path": r"/home/|/users/|/root|users\\",
-    "ipv4": r"[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}",
-    "ipv6": r":[0-9a-f]{0,4}:",
-    "hostname": r"\.(?:" + "|".join(sorted(_SUFFIXES)) + r")",
-}
-assert tuple(_RULE_RE2) == RULES
-# Any rule's gate: ASCII text this does not match is left unchanged by every rule.
-_ANY_RE2 = "|".join(f"(?:{p})" for p in _RULE_RE2.values())
 # Below this length a string goes through the Python rules directly: an RE2 call per rule
 # costs more than the regex passes it would save.
 _GATE_MIN = 4096
 # A text with more lines than this is scanned line-wise through one vectorized RE2 pass.
 _SCAN_VECTOR_MIN = 64
-
-
-# --- secret names ------------------------------------------------------------------------------
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_SECRET_NAME = re.compile(
-    r"(?:^|_)(?:token|secret|password|passwd|pwd|passphrase|credentials?"
-    r"|(?:api|access|secret|private|auth|client|account|service|signing|encryption|master"
-    r"|session)_?key|apikey|authtoken|accesstoken)$"
-)
-# Names that end like a secret but are not one (tokenizer special tokens).
-_NOT_SECRET_NAME = re.compile(r"(?:^|_)(?:bos|eos|pad|unk|sep|cls|mask)_token$")
-_NAME_MAX = 200
-
-
-def is_secret_name(name: str) -> bool:
-    """Whether a key, field or variable called ``name`` holds a secret.
-
-    ``password``, ``HF_TOKEN``, ``x-api-key``, ``aws_secret_access_key``,
-    ``SecretAccessKey``, ``--hf-token`` are; ``max_tokens``, ``tokenizer``,
-    ``eos_token``, ``sort_key``, ``key_id`` are not.
-    """
-    if len(name) > _NAME_MAX:
-        return False
-    norm = re.sub(r"[^a-z0-9]+", "_", _CAMEL.sub("_", name).lower()).strip("_")
-    return bool(_SECRET_NAME.search(norm)) and not _NOT_SECRET_NAME.search(norm)
 
 
 @dataclass(frozen=True)
@@ -288,7 +141,7 @@ class Sanitizer:
         # is not) and never inside our own placeholders ("<host-1>", "/home/<user>").
         ordered = sorted(names, key=lambda h: (-len(h), h))
         self._hosts_re2 = "|".join(map(re.escape, ordered))
-        self._gates = dict(_RULE_RE2)
+        self._gates = dict(RULE_RE2)
         if ordered:
             self._gates["hostname"] += "|" + self._hosts_re2
         self._any_re2 = "|".join(f"(?:{p})" for p in self._gates.values())
@@ -302,22 +155,22 @@ class Sanitizer:
         self.counts: Counter[tuple[str, str, str]] = Counter()
         self._cache: dict[str, tuple[str, tuple[str, ...]]] = {}
         self._steps: dict[str, _Step] = {
-            "private_key": self._simple(_PRIVATE_KEY, "private_key", lambda m: REDACTED),
+            "private_key": self._simple(PRIVATE_KEY, "private_key", lambda m: REDACTED),
             "bearer_token": self._simple(
-                _BEARER, "bearer_token", lambda m: m.group(1) + " " + REDACTED
+                BEARER, "bearer_token", lambda m: m.group(1) + " " + REDACTED
             ),
             "basic_auth": self._basic,
             "authorization": self._simple(
-                _AUTHORIZATION,
+                AUTHORIZATION,
                 "authorization",
                 lambda m: m.group(1) + m.group(2) + (m.group(3) or "") + REDACTED,
             ),
             "url_credentials": self._simple(
-                _URL_CREDENTIALS, "url_credentials", lambda m: m.group(1) + REDACTED + "@"
+                URL_CREDENTIALS, "url_credentials", lambda m: m.group(1) + REDACTED + "@"
             ),
             "api_key": self._api_key,
-            "key_literal": self._simple(_KEY_LITERAL, "key_literal", lambda m: REDACTED),
-            "home_path": self._simple(_HOME, "home_path", _home_repl),
+            "key_literal": self._simple(KEY_LITERAL, "key_literal", lambda m: REDACTED),
+            "home_path": self._simple(HOME, "home_path", _home_repl),
             "ipv4": self._ipv4,
             "ipv6": self._ipv6,
             "hostname": self._hosts,
@@ -361,7 +214,7 @@ class Sanitizer:
             hits.append("basic_auth")
             return m.group(1) + " " + REDACTED
 
-        return _BASIC.sub(repl, s)
+        return BASIC.sub(repl, s)
 
     @staticmethod
     def _api_key(s: str, hits: list[str], assign: bool) -> str:
@@ -372,7 +225,7 @@ class Sanitizer:
             quote = m.group(3) or m.group(4) or ""
             return m.group(1) + m.group(2) + quote + REDACTED + quote
 
-        return _API_KEY.sub(repl, s)
+        return API_KEY.sub(repl, s)
 
     def _ipv4(self, s: str, hits: list[str], assign: bool) -> str:
         def repl(m: re.Match[str]) -> str:
@@ -381,7 +234,7 @@ class Sanitizer:
             hits.append("ipv4")
             return self._pseudonym("ip", m.group(0), assign)
 
-        return _IPV4.sub(repl, s)
+        return IPV4.sub(repl, s)
 
     def _ipv6(self, s: str, hits: list[str], assign: bool) -> str:
         def repl(m: re.Match[str]) -> str:
@@ -392,7 +245,7 @@ class Sanitizer:
             hits.append("ipv6")
             return self._pseudonym("ip", m.group(0), assign)
 
-        return _IPV6_CANDIDATE.sub(repl, s)
+        return IPV6_CANDIDATE.sub(repl, s)
 
     def _hosts(self, s: str, hits: list[str], assign: bool) -> str:
         if self._named is not None:
@@ -402,19 +255,19 @@ class Sanitizer:
                 return self._pseudonym("host", m.group(0), assign)
 
             s = self._named.sub(named, s)
-        return _DOTTED.sub(lambda m: self._dotted_or_number(m.group(0), hits, assign), s)
+        return DOTTED.sub(lambda m: self._dotted_or_number(m.group(0), hits, assign), s)
 
     def _dotted_or_number(self, run: str, hits: list[str], assign: bool) -> str:
         # Every known suffix is alphabetic: a run without a letter (a decimal number,
         # the bulk of a benchmark's JSON) can hold no host name.
-        if _HAS_LETTER.search(run) is None:
+        if HAS_LETTER.search(run) is None:
             return run
         return self._dotted(run, hits, assign)
 
     def _dotted(self, run: str, hits: list[str], assign: bool) -> str:
         """Replace, in one run of dotted labels, each longest name ending in a known suffix."""
         labels = run.split(".")
-        valid = [bool(_LABEL.fullmatch(x)) for x in labels]
+        valid = [bool(LABEL.fullmatch(x)) for x in labels]
         out: list[str] = []
         i, n = 0, len(labels)
         while i < n:
@@ -424,7 +277,7 @@ class Sanitizer:
                 continue
             j, last = i, -1
             while j < n and valid[j]:
-                if j > i and labels[j].lower() in _SUFFIXES:
+                if j > i and labels[j].lower() in SUFFIXES:
                     last = j
                 j += 1
             if last < 0:
@@ -469,7 +322,7 @@ class Sanitizer:
 
     def would_change(self, text: str) -> list[str]:
         """The rules that would change ``text``, in order; assigns no pseudonym, counts nothing."""
-        if self._named is None and not _ANY.search(text):
+        if self._named is None and not FIRST_PASS.search(text):
             return []
         return sorted(set(self._apply(text, assign=False)[1]), key=RULES.index)
 
@@ -477,7 +330,7 @@ class Sanitizer:
         """Return ``text`` with every rule applied; count hits under (member, field)."""
         cached = self._cache.get(text)
         if cached is None:
-            if self._named is None and not _ANY.search(text):
+            if self._named is None and not FIRST_PASS.search(text):
                 cached = (text, ())
             else:
                 cached = self._apply(text)

@@ -35,6 +35,8 @@ from typing import Any, BinaryIO
 import zstandard
 
 from bundler.errors import BundleFormatError, Problem, UsageError
+from bundler.format.tar_headers import ALLOWED_TYPES, TYPE_NAMES, bounded_tarinfo
+from bundler.format.zstd_frame import ZSTD_MAGIC, FramePull
 
 __all__ = [
     "ZSTD_LEVEL",
@@ -46,9 +48,7 @@ __all__ = [
 ]
 
 ZSTD_LEVEL = 10
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
-_BLOCKS_PER_FEED = 8  # zstd blocks fed at once: at most 8 x 128 KiB of output per call
 _CHUNK = 1 << 20  # member bytes are read, hashed and stored this many at a time
 
 
@@ -83,7 +83,7 @@ class ContentLimits:
     :class:`Limits` bounds reading the archive; these bound the content, whose cost
     in replay grows with it (a signature says who sealed a bundle, not that its
     content is sane). Replay refuses a bundle over any of them up front, located
-    (``replay.engine.limits``). Each is far above an honest campaign and chosen so
+    (``bundler.content``). Each is far above an honest campaign and chosen so
     that replay of a bundle at every limit stays under 1 GiB of peak memory; the
     measured cost per row is in ``specs/bundle-format.md``.
     """
@@ -271,231 +271,6 @@ def member_name_problem(name: str) -> str | None:  # noqa: PLR0911
     return None
 
 
-class _FramePull:
-    """Pull-style decompression of exactly one zstd frame, bounded in output.
-
-    The frame is walked block by block (a 3-byte header gives each block's
-    type and size) and fed to the decompressor a few whole blocks at a time.
-    A zstd block regenerates at most 128 KiB, so one call yields at most
-    ``_BLOCKS_PER_FEED`` x 128 KiB however well the input compresses (feeding
-    fixed byte counts instead lets 4 KiB of RLE blocks expand to 128 MiB). The
-    running total is checked against ``limit``. After the frame's last block
-    and checksum, any byte left in the file is reported as trailing data.
-    """
-
-    def __init__(self, fh: BinaryIO, limit: int, where: str) -> None:
-        self._fh = fh
-        self._limit = limit
-        self._where = where
-        self._d = zstandard.ZstdDecompressor().decompressobj()
-        self._out = b""
-        self._pos = 0
-        self._started = False
-        self._last_block = False
-        self._checksum = False
-        self._fed_all = False
-        self.count = 0
-        self.trailing = False
-
-    def _exact(self, n: int) -> bytes:
-        data = self._fh.read(n)
-        if len(data) != n:
-            raise BundleFormatError(f"{self._where}: archive is truncated (zstd frame ends early)")
-        return data
-
-    def _next_input(self) -> bytes:
-        """The next slice of the frame: its header, up to a few whole blocks, or its checksum."""
-        if not self._started:
-            self._started = True
-            head = self._exact(5)  # magic, frame header descriptor
-            fhd = head[4]
-            single = bool(fhd & 0x20)
-            size = (0 if single else 1) + (0, 1, 2, 4)[fhd & 3] + (int(single), 2, 4, 8)[fhd >> 6]
-            self._checksum = bool(fhd & 0x04)
-            return head + self._exact(size)
-        if self._last_block:
-            self._fed_all = True
-            return self._exact(4) if self._checksum else b""
-        parts: list[bytes] = []
-        for _ in range(_BLOCKS_PER_FEED):
-            head = self._exact(3)
-            word = int.from_bytes(head, "little")
-            kind = (word >> 1) & 3
-            if kind == 3:
-                raise BundleFormatError(
-                    f"{self._where}: archive is truncated or corrupt (reserved zstd block type)"
-                )
-            parts += (head, self._exact(1 if kind == 1 else word >> 3))  # RLE: one byte
-            if word & 1:
-                self._last_block = True
-                break
-        return b"".join(parts)
-
-    def _refill(self) -> bool:
-        while not self._fed_all:
-            data = self._next_input()
-            out = self._d.decompress(data) if data else b""
-            self.count += len(out)
-            if self.count > self._limit:
-                raise BundleFormatError(
-                    f"{self._where}: decompressed archive exceeds the {self._limit:,}-byte "
-                    "bound (possible decompression bomb)"
-                )
-            if self._fed_all:
-                if not self._d.eof:
-                    raise BundleFormatError(
-                        f"{self._where}: archive is truncated or corrupt (zstd frame does not end)"
-                    )
-                self.trailing = bool(self._d.unused_data) or bool(self._fh.read(1))
-            if out:
-                self._out, self._pos = out, 0
-                return True
-        return False
-
-    def read(self, n: int = -1) -> bytes:
-        """Up to ``n`` decompressed bytes (b"" at the end of the frame)."""
-        if self._pos >= len(self._out) and not self._refill():
-            return b""
-        if self._pos == 0 and (n < 0 or n >= len(self._out)):
-            self._pos = len(self._out)
-            return self._out
-        end = len(self._out) if n < 0 else self._pos + n
-        data = self._out[self._pos : end]
-        self._pos += len(data)
-        return data
-
-
-_ALLOWED_TYPES = (tarfile.REGTYPE, tarfile.AREGTYPE)
-_TYPE_NAMES = {
-    tarfile.SYMTYPE: "symbolic link",
-    tarfile.LNKTYPE: "hard link",
-    tarfile.DIRTYPE: "directory",
-    tarfile.CHRTYPE: "character device",
-    tarfile.BLKTYPE: "block device",
-    tarfile.FIFOTYPE: "FIFO",
-}
-_EXTENSION_NAMES = {
-    tarfile.XHDTYPE: "pax extended header",
-    tarfile.SOLARIS_XHDTYPE: "pax extended header",
-    tarfile.XGLTYPE: "pax global header",
-    tarfile.GNUTYPE_LONGNAME: "GNU long-name header",
-    tarfile.GNUTYPE_LONGLINK: "GNU long-link header",
-}
-_nti: Callable[[bytes], int] = tarfile.nti  # type: ignore[attr-defined]
-
-
-@dataclass
-class _HeaderBudget:
-    """What one read may spend on extension headers."""
-
-    lim: Limits
-    where: str
-    depth: int = 0  # extension headers being processed in front of the current member
-    global_bytes: int = 0
-
-    def too_big(self, what: str, offset: int, size: int) -> BundleFormatError:
-        return BundleFormatError(
-            f"{self.where}: {what} at tar offset {offset:,} declares {size:,} bytes, over the "
-            f"{self.lim.max_header_bytes:,}-byte bound for headers (possible bomb)"
-        )
-
-    def too_long(self, what: str, offset: int) -> BundleFormatError:
-        return BundleFormatError(
-            f"{self.where}: {what} at tar offset {offset:,} runs past the "
-            f"{self.lim.max_header_bytes:,}-byte bound for headers (possible bomb)"
-        )
-
-
-class _BoundedTarInfo(tarfile.TarInfo):
-    """A ``TarInfo`` that refuses oversized extension headers before reading them.
-
-    ``tarfile`` reads a pax or GNU long-name header's whole declared size into
-    memory, follows chains of them recursively and collects GNU sparse maps
-    without bound. ``_proc_member`` is the hook tarfile documents for
-    subclasses; the two sparse readers are bounded copies of tarfile's own.
-    Each read uses its own subclass (:func:`_bounded_tarinfo`) holding its budget.
-    """
-
-    budget: _HeaderBudget
-
-    def _proc_member(self, tf: tarfile.TarFile) -> tarfile.TarInfo:
-        what = _EXTENSION_NAMES.get(self.type)
-        if what is None:
-            return super()._proc_member(tf)  # type: ignore[misc, no-any-return]
-        b = self.budget
-        if self.size > b.lim.max_header_bytes:
-            raise b.too_big(what, self.offset, self.size)
-        if self.type == tarfile.XGLTYPE:
-            b.global_bytes += self.size
-            if b.global_bytes > b.lim.max_header_bytes:
-                raise b.too_big("pax global headers together", self.offset, b.global_bytes)
-        if b.depth >= b.lim.max_header_chain:
-            raise BundleFormatError(
-                f"{b.where}: more than {b.lim.max_header_chain} extension headers in a row "
-                f"at tar offset {self.offset:,}"
-            )
-        b.depth += 1
-        try:
-            return super()._proc_member(tf)  # type: ignore[misc, no-any-return]
-        finally:
-            b.depth -= 1
-
-    def _proc_sparse(self, tf: tarfile.TarFile) -> tarfile.TarInfo:
-        # Old GNU sparse member ('S'): refused later as a member type, but its
-        # extension blocks must be walked to find the next header.
-        structs, isextended, origsize = self._sparse_structs  # type: ignore[attr-defined]
-        del self._sparse_structs  # type: ignore[attr-defined]
-        fileobj: Any = tf.fileobj
-        read = 0
-        while isextended:
-            read += tarfile.BLOCKSIZE
-            if read > self.budget.lim.max_header_bytes:
-                raise self.budget.too_long("GNU sparse map", self.offset)
-            buf = fileobj.read(tarfile.BLOCKSIZE)
-            if len(buf) != tarfile.BLOCKSIZE:
-                raise tarfile.ReadError("unexpected end of data")
-            for pos in range(0, 21 * 24, 24):
-                try:
-                    offset = _nti(buf[pos : pos + 12])
-                    numbytes = _nti(buf[pos + 12 : pos + 24])
-                except ValueError:
-                    break
-                if offset and numbytes:
-                    structs.append((offset, numbytes))
-            isextended = bool(buf[504])
-        self.sparse = structs
-        self.offset_data = fileobj.tell()
-        tf.offset = self.offset_data + self._block(self.size)  # type: ignore[attr-defined]
-        self.size = origsize
-        return self
-
-    def _proc_gnusparse_10(
-        self, nxt: tarfile.TarInfo, pax_headers: dict[str, str], tf: tarfile.TarFile
-    ) -> None:
-        # GNU sparse format 1.0: the map sits in front of the member's data.
-        fileobj: Any = tf.fileobj
-        buf = fileobj.read(tarfile.BLOCKSIZE)
-        read = len(buf)
-        fields_raw, buf = buf.split(b"\n", 1)
-        fields = int(fields_raw)
-        sparse: list[int] = []
-        while len(sparse) < fields * 2:
-            if b"\n" not in buf:
-                read += tarfile.BLOCKSIZE
-                if read > self.budget.lim.max_header_bytes:
-                    raise self.budget.too_long("GNU sparse map", self.offset)
-                buf += fileobj.read(tarfile.BLOCKSIZE)
-            number, buf = buf.split(b"\n", 1)
-            sparse.append(int(number))
-        nxt.offset_data = fileobj.tell()
-        nxt.sparse = list(zip(sparse[::2], sparse[1::2], strict=False))  # type: ignore[assignment]
-
-
-def _bounded_tarinfo(lim: Limits, where: str) -> type[tarfile.TarInfo]:
-    """A fresh :class:`_BoundedTarInfo` subclass carrying one read's header budget."""
-    return type("_BoundedTarInfo", (_BoundedTarInfo,), {"budget": _HeaderBudget(lim, where)})
-
-
 def _open_regular(path: Path) -> BinaryIO:
     """Open ``path`` for reading, refusing anything but a regular file without blocking on it.
 
@@ -567,8 +342,8 @@ class _Reader:
             raise BundleFormatError(
                 f"{where}: member names exceed {lim.max_name_chars:,} characters together"
             )
-        if ti.type not in _ALLOWED_TYPES:
-            kind = _TYPE_NAMES.get(ti.type, f"type {ti.type!r}")
+        if ti.type not in ALLOWED_TYPES:
+            kind = TYPE_NAMES.get(ti.type, f"type {ti.type!r}")
             self.problems.append(Problem(where, name, None, f"member is a {kind}"))
             return
         bad = member_name_problem(name)
@@ -653,10 +428,10 @@ def read_container(
     done = False
     try:
         with _open_regular(Path(path)) as fh:
-            if fh.read(4) != _ZSTD_MAGIC:
+            if fh.read(4) != ZSTD_MAGIC:
                 raise BundleFormatError(f"{where}: not a reprobundle archive (no zstd frame)")
             fh.seek(0)
-            pull = _FramePull(fh, lim.max_total_bytes, where)
+            pull = FramePull(fh, lim.max_total_bytes, where)
             _read_tar(pull, reader)
             if pull.trailing:
                 raise BundleFormatError(f"{where}: trailing bytes after the archive's zstd frame")
@@ -669,13 +444,13 @@ def read_container(
             reader.discard()
 
 
-def _read_tar(pull: _FramePull, reader: _Reader) -> None:
+def _read_tar(pull: FramePull, reader: _Reader) -> None:
     where = reader.where
     try:
         with tarfile.open(  # type: ignore[call-overload]  # stream mode only calls read()
             fileobj=pull,
             mode="r|",
-            tarinfo=_bounded_tarinfo(reader.lim, where),
+            tarinfo=bounded_tarinfo(reader.lim, where),
         ) as tar:
             while (ti := tar.next()) is not None:
                 tar.members.clear()  # stream mode would keep every header otherwise

@@ -16,11 +16,13 @@ the signed bytes.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from bundler._internal import jcs
 from bundler._internal.schemas import document_errors
-from bundler.campaign.sanitize import RULES_VERSION
+from bundler.errors import BundleFormatError
+from bundler.format.model import Manifest, Statement
 
 __all__ = [
     "ENVELOPE_NAME",
@@ -52,6 +54,8 @@ PREDICATE_TYPE = "https://reprobundle.invalid/predicate/bundle/v1"
 LEGACY_PREDICATE_TYPES = frozenset({"urn:reprobundle:predicate:bundle:v1"})
 EXTERNAL_PREFIX = "external:"
 
+_D = TypeVar("_D")
+
 
 class ManifestError(ValueError):
     """The manifest or statement is not one this version understands."""
@@ -66,8 +70,14 @@ def build_manifest(
     sanitization: list[dict[str, Any]],
     findings: list[dict[str, Any]],
     environment: dict[str, str],
+    rules_version: str,
 ) -> bytes:
-    """Canonical bytes of ``manifest.json`` (see ``specs/bundle-format.md``)."""
+    """Canonical bytes of ``manifest.json`` (see ``specs/bundle-format.md``).
+
+    ``rules_version`` is the scrubbing rules' version the sealer applied
+    (``bundler.campaign.sanitize.RULES_VERSION``): the format records it, and knows
+    nothing of the campaign code above it.
+    """
     doc = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -76,7 +86,7 @@ def build_manifest(
         "tables": tables,
         "external": external,
         "sanitization": {
-            "rules_version": RULES_VERSION,
+            "rules_version": rules_version,
             "scrubbed": sanitization,
             "unscrubbed": findings,
         },
@@ -85,8 +95,12 @@ def build_manifest(
     return jcs.dumps(doc)
 
 
-def parse_manifest(data: bytes) -> dict[str, Any]:
-    """Parse and check ``manifest.json``; reject unknown formats and versions."""
+def parse_manifest(data: bytes) -> Manifest:
+    """Parse and check ``manifest.json``; reject unknown formats and versions.
+
+    Raises:
+        ManifestError: not JSON, not ours, an unknown version, or a schema problem.
+    """
     try:
         doc = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -103,24 +117,32 @@ def parse_manifest(data: bytes) -> dict[str, Any]:
     if errors:
         field, msg = errors[0]
         raise ManifestError(f"manifest.json field {field}: {msg} ({len(errors)} problem(s))")
-    return doc
+    return _typed(Manifest.from_dict, doc)
 
 
-def build_statement(manifest_bytes: bytes, manifest_sha256: str, doc: dict[str, Any]) -> bytes:
+def _typed(parse: Callable[[dict[str, Any]], _D], doc: dict[str, Any]) -> _D:
+    """``parse(doc)``, its located shape error reported as a ManifestError like the others."""
+    try:
+        return parse(doc)
+    except BundleFormatError as exc:
+        raise ManifestError(exc.message) from exc
+
+
+def build_statement(manifest_bytes: bytes, manifest_sha256: str, doc: Manifest) -> bytes:
     """Canonical bytes of the in-toto Statement v1 over the manifest's digests."""
     subjects: list[dict[str, Any]] = [
         {"name": MANIFEST_NAME, "digest": {"sha256": manifest_sha256}}
     ]
-    subjects += [{"name": m["path"], "digest": {"sha256": m["sha256"]}} for m in doc["members"]]
-    for e in doc["external"]:
+    subjects += [{"name": m.path, "digest": {"sha256": m.sha256}} for m in doc.members]
+    for e in doc.external:
         subjects.append(
             {
-                "name": EXTERNAL_PREFIX + e["path"],
-                "digest": {"sha256": e["sha256"]},
+                "name": EXTERNAL_PREFIX + e.path,
+                "digest": {"sha256": e.sha256},
                 "annotations": {
-                    "kind": e["kind"],
-                    "bytes": e["bytes"],
-                    "availability": e["availability"],
+                    "kind": e.kind,
+                    "bytes": e.bytes,
+                    "availability": e.availability,
                 },
             }
         )
@@ -129,8 +151,8 @@ def build_statement(manifest_bytes: bytes, manifest_sha256: str, doc: dict[str, 
         "subject": subjects,
         "predicateType": PREDICATE_TYPE,
         "predicate": {
-            "format_version": doc["format_version"],
-            "campaign_id": doc["campaign"]["id"],
+            "format_version": doc.format_version,
+            "campaign_id": doc.campaign.id,
             "manifest": {
                 "name": MANIFEST_NAME,
                 "sha256": manifest_sha256,
@@ -141,7 +163,7 @@ def build_statement(manifest_bytes: bytes, manifest_sha256: str, doc: dict[str, 
     return jcs.dumps(statement)
 
 
-def parse_statement(payload: bytes) -> dict[str, Any]:
+def parse_statement(payload: bytes) -> Statement:
     """Parse a (verified) payload as our in-toto Statement."""
     try:
         doc = json.loads(payload)
@@ -167,4 +189,4 @@ def parse_statement(payload: bytes) -> dict[str, Any]:
         if name in seen:
             raise ManifestError(f"statement names subject {name!r} twice")
         seen.add(name)
-    return doc
+    return _typed(Statement.from_dict, doc)

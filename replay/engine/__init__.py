@@ -1,1 +1,1 @@
-"""The replay kernel: exact decimal arithmetic, Arrow column helpers, content limits."""
+"""The replay kernel: exact decimal arithmetic, Arrow column helpers."""

@@ -8,6 +8,7 @@ Entry point: :func:`rescore_bundle` (takes a :class:`bundler.verified.VerifiedBu
 text rendering: :func:`format_report`. Modules: ``bundle_read`` (reading the
 bundle), ``scoring`` (one pair), ``judge`` (metrics and gates, by
 :mod:`replay.sections.gates`), ``result`` (result types and verdict), ``format`` (text),
+``pipeline`` (one comparison), ``executors`` (local threads or Ray tasks),
 ``rescore`` (orchestration).
 """
 

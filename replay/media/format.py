@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from replay.engine.verdicts import MediaVerdict, Outcome, decide
 from replay.media.coverage import PASS as COVERAGE_PASS
 from replay.media.result import ComparisonReplay, MediaReplayResult, fmt
 
@@ -15,9 +16,9 @@ def _table(rows: Sequence[Sequence[str]]) -> list[str]:
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
 
 
-def _head(result: MediaReplayResult) -> list[str]:
+def _head(result: MediaReplayResult, verdict: MediaVerdict) -> list[str]:
     lines = [
-        f"media replay: {result.verdict} ({len(result.comparisons)} comparisons, "
+        f"media replay: {verdict} ({len(result.comparisons)} comparisons, "
         f"{result.seconds:.1f} s, jobs {result.jobs}, device {result.device})"
     ]
     ex = result.execution
@@ -116,10 +117,17 @@ def _comparison(c: ComparisonReplay) -> list[str]:
     return lines
 
 
-def format_report(result: MediaReplayResult) -> str:
+def format_report(result: MediaReplayResult, outcome: Outcome | None = None) -> str:
     """Render ``result`` as text: the verdict and its reasons, gates, disagreements side by
-    side, per-comparison detail, and what the re-score proves and cannot."""
-    lines = _head(result) + _gates(result) + _disagreements(result)
+    side, per-comparison detail, and what the re-score proves and cannot.
+
+    ``outcome`` is the section's verdict as the replay's one result decided it
+    (:meth:`replay.result.ReplayResult.media_outcome`); without it (a re-score on its
+    own), the same precedence over the same reasons (:func:`replay.engine.verdicts.decide`).
+    """
+    if outcome is None:
+        outcome = decide(result.integrity_failures(), result.failures(), result.gaps())
+    lines = _head(result, MediaVerdict.of(outcome)) + _gates(result) + _disagreements(result)
     for c in result.comparisons:
         lines += _comparison(c)
     lines += ["", *(f"limit: {x}" for x in result.limits)]

@@ -1,12 +1,13 @@
 """What a media re-score established: per arm, per metric, per gate, per comparison, overall.
 
-The overall verdict and exit code are computed here, from the whole result,
-and explained as plain lines: :meth:`MediaReplayResult.integrity_failures`
+The result gives its reasons as plain lines: :meth:`MediaReplayResult.integrity_failures`
 (exit 1), :meth:`~MediaReplayResult.failures` (exit 4) and
-:meth:`~MediaReplayResult.gaps` (exit 5). Gate verdicts use the one
-vocabulary of :mod:`replay.sections.gates` (``pass``, ``fail``, ``unattested``) plus
-the reasons a re-derived value may be missing (``not-computed``,
-``unsupported-definition``) or a recorded one (``not-recorded``).
+:meth:`~MediaReplayResult.gaps` (exit 5); the verdict is the replay's one result's
+(:class:`replay.result.ReplayResult`, by :func:`replay.engine.verdicts.decide`), not
+decided here. Verdict words are those of :mod:`replay.engine.verdicts`: gates
+``pass``, ``fail``, ``unattested`` plus the reasons a re-derived value may be missing
+(``not-computed``, ``unsupported-definition``) or a recorded one (``not-recorded``);
+comparisons ``MISMATCH``, ``FAIL``, ``INCOMPLETE``, ``PASS``.
 """
 
 from __future__ import annotations
@@ -15,12 +16,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from bundler.errors import (
-    EXIT_CLAIM_CONTRADICTED,
-    EXIT_INTEGRITY,
-    EXIT_OK,
-    EXIT_UNVERIFIABLE,
-)
+from replay.engine.verdicts import GateVerdict, MediaVerdict
 from replay.media.coverage import FAIL as COVERAGE_FAIL
 from replay.media.coverage import CoverageCheck, CoverageParams
 from replay.media.definitions import DEFINITIONS, canonical
@@ -28,7 +24,6 @@ from replay.media.execution import Execution
 from replay.media.identity import ABSENT, MISMATCH, Location
 from replay.media.lpips_attested import ScorerIdentity
 from replay.media.probe import MediaProbe
-from replay.sections.gates import FAIL, PASS
 
 __all__ = [
     "NOT_COMPUTED",
@@ -52,17 +47,32 @@ __all__ = [
     "num",
 ]
 
-NOT_COMPUTED: Final = "not-computed"
-UNSUPPORTED: Final = "unsupported-definition"
-NOT_RECORDED: Final = "not-recorded"
+# Names the media modules import; the words are :class:`GateVerdict`'s.
+NOT_COMPUTED: Final = GateVerdict.NOT_COMPUTED
+UNSUPPORTED: Final = GateVerdict.UNSUPPORTED
+NOT_RECORDED: Final = GateVerdict.NOT_RECORDED
 
 Role = Literal["baseline", "candidate"]
-MetricStatus = Literal[
-    "agree", "disagree", "not-recorded", "not-computed", "unattested", "unsupported-definition"
+MetricStatus = (
+    Literal["agree", "disagree"]
+    | Literal[
+        GateVerdict.NOT_RECORDED,
+        GateVerdict.NOT_COMPUTED,
+        GateVerdict.UNATTESTED,
+        GateVerdict.UNSUPPORTED,
+    ]
+)
+RecordedVerdict = Literal[
+    GateVerdict.PASS, GateVerdict.FAIL, GateVerdict.UNATTESTED, GateVerdict.NOT_RECORDED
 ]
-RecordedVerdict = Literal["pass", "fail", "unattested", "not-recorded"]
-RecomputedVerdict = Literal["pass", "fail", "unattested", "not-computed", "unsupported-definition"]
-ComparisonVerdict = Literal["PASS", "FAIL", "INCOMPLETE", "MISMATCH"]
+RecomputedVerdict = Literal[
+    GateVerdict.PASS,
+    GateVerdict.FAIL,
+    GateVerdict.UNATTESTED,
+    GateVerdict.NOT_COMPUTED,
+    GateVerdict.UNSUPPORTED,
+]
+ComparisonVerdict = MediaVerdict
 DecodeStatus = Literal["ok", "does-not-decode", "unsupported", "not-decoded"]
 DisagreementKind = Literal[
     "identity", "decode", "not-reproduced", "not-reproduced-but-passes", "gate", "coverage"
@@ -179,7 +189,9 @@ class MetricCheck:
     def passes_anyway(self) -> bool:
         """Not reproduced, yet the re-derived value passes every gate on the metric."""
         return (
-            self.status == "disagree" and bool(self.gates) and all(v == PASS for _, v in self.gates)
+            self.status == "disagree"
+            and bool(self.gates)
+            and all(v == GateVerdict.PASS for _, v in self.gates)
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -254,9 +266,14 @@ class ComparisonReplay:
         return self.baseline, self.candidate
 
     @property
+    def coverage_failures(self) -> list[CoverageCheck]:
+        """The coverage checks that failed (not-frozen checks do not fail)."""
+        return [c for c in self.coverage if c.status == COVERAGE_FAIL]
+
+    @property
     def coverage_ok(self) -> bool:
         """No coverage check failed (not-frozen checks do not fail)."""
-        return all(c.status != COVERAGE_FAIL for c in self.coverage)
+        return not self.coverage_failures
 
     @property
     def failed(self) -> bool:
@@ -265,7 +282,7 @@ class ComparisonReplay:
         return (
             any(a.undecodable for a in self.arms)
             or not self.coverage_ok
-            or any(g.recomputed_verdict == FAIL for g in self.gates)
+            or any(g.recomputed_verdict == GateVerdict.FAIL for g in self.gates)
             or any(m.status == "disagree" for m in self.metrics)
         )
 
@@ -277,12 +294,12 @@ class ComparisonReplay:
         INCOMPLETE: something could not be re-scored (a gate not ``pass``, a problem).
         """
         if any(a.mismatched for a in self.arms):
-            return "MISMATCH"
+            return MediaVerdict.MISMATCH
         if self.failed:
-            return "FAIL"
-        if self.problems or any(g.recomputed_verdict != PASS for g in self.gates):
-            return "INCOMPLETE"
-        return "PASS"
+            return MediaVerdict.FAIL
+        if self.problems or any(g.recomputed_verdict != GateVerdict.PASS for g in self.gates):
+            return MediaVerdict.INCOMPLETE
+        return MediaVerdict.PASS
 
     def to_dict(self, *, per_frame: bool = False) -> dict[str, Any]:
         """A JSON-ready form; per-frame values only when asked (they are long)."""
@@ -343,7 +360,11 @@ class Disagreement:
 
 @dataclass
 class MediaReplayResult:
-    """The media re-score of one bundle, with its verdict and the reasons for it."""
+    """The media re-score of one bundle, and the reasons for its verdict.
+
+    The verdict is the replay's (:meth:`replay.result.ReplayResult.media_outcome`):
+    these reasons, by the one precedence of :func:`replay.engine.verdicts.decide`.
+    """
 
     comparisons: list[ComparisonReplay]
     gates: list[MediaGateSummary]
@@ -356,49 +377,6 @@ class MediaReplayResult:
     seconds: float
     execution: Execution | None = None
     """Executor, device, threads, LPIPS batches and retries (None: not recorded)."""
-
-    # --- the verdict -----------------------------------------------------------------
-
-    @property
-    def identity_failed(self) -> bool:
-        """Some media file was present but did not match its sealed digest."""
-        return any(a.mismatched for c in self.comparisons for a in c.arms)
-
-    @property
-    def failed(self) -> bool:
-        """A sealed output does not decode, a gate or coverage check fails on the
-        re-scored media, or a recorded metric is not reproduced."""
-        return any(c.failed for c in self.comparisons) or any(
-            g.recomputed_verdict == FAIL for g in self.gates
-        )
-
-    @property
-    def incomplete(self) -> bool:
-        """Something could not be re-scored (absent media, unattested scorer, unknown id)."""
-        return bool(self.problems) or any(
-            g.recomputed_verdict not in (PASS, FAIL) for g in self.gates
-        )
-
-    @property
-    def verdict(self) -> ComparisonVerdict:
-        """``MISMATCH``, ``FAIL``, ``INCOMPLETE`` or ``PASS``, in that precedence."""
-        if self.identity_failed:
-            return "MISMATCH"
-        if self.failed:
-            return "FAIL"
-        if self.incomplete:
-            return "INCOMPLETE"
-        return "PASS"
-
-    @property
-    def exit_code(self) -> int:
-        """1 a file differs from its sealed digest; 4 failed; 5 incomplete; 0 passed."""
-        return {
-            "MISMATCH": EXIT_INTEGRITY,
-            "FAIL": EXIT_CLAIM_CONTRADICTED,
-            "INCOMPLETE": EXIT_UNVERIFIABLE,
-            "PASS": EXIT_OK,
-        }[self.verdict]
 
     # --- the reasons, one plain line each ------------------------------------------
 
@@ -426,7 +404,7 @@ class MediaReplayResult:
                 f"{cid}: gate {g.gate_id} fails on the re-scored value: {g.metric} "
                 f"{fmt(g.recomputed_value)} is not {g.op} {fmt(g.threshold)}"
                 for g in c.gates
-                if g.recomputed_verdict == FAIL
+                if g.recomputed_verdict == GateVerdict.FAIL
             ]
             out += [
                 f"{cid}: coverage {x.check} fails on the {x.arm} "
@@ -447,12 +425,20 @@ class MediaReplayResult:
             if c.problems or any(a.mismatched or a.undecodable for a in c.arms)
         }
         for g in self.gates:
+            if not any(r.gate_id == g.gate_id for c in self.comparisons for r in c.gates):
+                # A frozen gate no comparison was re-scored for is not-computed: a gap,
+                # never a pass (``specs/gates.md``), even with no line above naming it.
+                out.append(f"gate {g.gate_id}: {g.recomputed_verdict}: no comparison re-scored")
+                continue
             by_verdict: dict[str, list[GateResult]] = {}
             for c in self.comparisons:
                 if c.comparison_id in judged_elsewhere:
                     continue
                 for r in c.gates:
-                    if r.gate_id == g.gate_id and r.recomputed_verdict not in (PASS, FAIL):
+                    if r.gate_id == g.gate_id and r.recomputed_verdict not in (
+                        GateVerdict.PASS,
+                        GateVerdict.FAIL,
+                    ):
                         by_verdict.setdefault(r.recomputed_verdict, []).append(r)
             for verdict, rs in by_verdict.items():
                 ids = ", ".join(r.comparison_id for r in rs[:5]) + (", …" if len(rs) > 5 else "")
@@ -507,14 +493,13 @@ class MediaReplayResult:
         return tuple(out)
 
     def to_dict(self, *, per_frame: bool = False) -> dict[str, Any]:
-        """A JSON-ready form of the whole result."""
+        """A JSON-ready form of the whole result, less the verdict and its exit code (the
+        replay's JSON view puts them first, from the one result)."""
         used = sorted(
             {g.definition for g in self.gates}
             | {m.definition for c in self.comparisons for m in c.metrics}
         )
         return {
-            "verdict": self.verdict,
-            "exit_code": self.exit_code,
             "integrity_failures": self.integrity_failures(),
             "failures": self.failures(),
             "gaps": self.gaps(),

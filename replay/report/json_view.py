@@ -12,6 +12,7 @@ from typing import Any
 
 from bundler._internal.timefmt import format_ns
 from replay.engine.exact import Exact
+from replay.engine.verdicts import MediaVerdict
 from replay.report.model import headline
 from replay.result import SECTIONS, ReplayResult
 from replay.sections.claims import CONFIRMED, CONTRADICTED, UNVERIFIABLE
@@ -25,7 +26,7 @@ REPORT_VERSION = "2"
 are part of the one result (null when not done)."""
 
 
-def _x(value: Exact | None) -> float | None:
+def _json_float(value: Exact | None) -> float | None:
     if value is None:
         return None
     try:
@@ -111,8 +112,8 @@ def _latency(r: ReplayResult) -> dict[str, Any]:
                 "arm": s.arm,
                 "server": s.server,
                 "n": s.n,
-                "mean_s": _x(s.mean_s),
-                "sd_s": _x(s.sd_s),
+                "mean_s": _json_float(s.mean_s),
+                "sd_s": _json_float(s.sd_s),
                 "min_s": s.min_s,
                 "max_s": s.max_s,
             }
@@ -124,11 +125,11 @@ def _latency(r: ReplayResult) -> dict[str, Any]:
                 "role": a.role,
                 "servers": len(a.servers),
                 "n_requests": a.n_requests,
-                "mean_s": _x(a.mean_s),
-                "sd_server_means_s": _x(a.sd_server_means_s),
-                "sd_requests_s": _x(a.sd_requests_s),
-                "pooled_mean_s": _x(a.pooled_mean_s),
-                "cv_server_means": _x(a.cv_server_means),
+                "mean_s": _json_float(a.mean_s),
+                "sd_server_means_s": _json_float(a.sd_server_means_s),
+                "sd_requests_s": _json_float(a.sd_requests_s),
+                "pooled_mean_s": _json_float(a.pooled_mean_s),
+                "cv_server_means": _json_float(a.cv_server_means),
             }
             for a in lat.arms
         ],
@@ -136,9 +137,9 @@ def _latency(r: ReplayResult) -> dict[str, Any]:
             {
                 "baseline": p.baseline,
                 "candidate": p.candidate,
-                "difference_s": _x(p.difference_s),
-                "percent_lower": _x(p.percent_lower),
-                "speedup": _x(p.speedup),
+                "difference_s": _json_float(p.difference_s),
+                "percent_lower": _json_float(p.percent_lower),
+                "speedup": _json_float(p.speedup),
                 "interval": None if p.interval is None else asdict(p.interval),
                 "interval_note": p.interval_note,
             }
@@ -185,13 +186,17 @@ def _telemetry(r: ReplayResult) -> dict[str, Any]:
                 "servers": a.servers,
                 "devices": a.devices,
                 "samples": a.samples,
-                "mean_peak_mb": _x(a.mean_peak_mb),
-                "max_peak_mb": _x(a.max_peak_mb),
+                "mean_peak_mb": _json_float(a.mean_peak_mb),
+                "max_peak_mb": _json_float(a.max_peak_mb),
             }
             for a in t.arms
         ],
         "pairs": [
-            {"baseline": p.baseline, "candidate": p.candidate, "change_pct": _x(p.change_pct)}
+            {
+                "baseline": p.baseline,
+                "candidate": p.candidate,
+                "change_pct": _json_float(p.change_pct),
+            }
             for p in t.pairs
         ],
         "limits": list(r.limits("telemetry")),
@@ -287,16 +292,30 @@ def result_to_dict(r: ReplayResult) -> dict[str, Any]:
         "telemetry": _telemetry(r),
         "quality": _quality(r),
         "claims": _claims(r),
-        "media": _extra(r, "media"),
-        "against": _extra(r, "against"),
+        "media": _media(r),
+        "against": _against(r),
         "serving": [asdict(p) for p in r.serving],
     }
 
 
-def _extra(r: ReplayResult, section: str) -> dict[str, Any] | None:
-    extra = getattr(r, section)
-    if extra is None:
+def _media(r: ReplayResult) -> dict[str, Any] | None:
+    media, outcome = r.media, r.media_outcome()
+    if media is None or outcome is None:
         return None
-    doc: dict[str, Any] = extra.to_dict()
-    doc["limits"] = list(r.limits(section))
+    # The section's word and exit code lead its JSON form (the schema requires them);
+    # both come from the one result, by the one precedence.
+    doc: dict[str, Any] = {
+        "verdict": MediaVerdict.of(outcome),
+        "exit_code": outcome.exit_code,
+        **media.to_dict(),
+    }
+    doc["limits"] = list(r.limits("media"))
+    return doc
+
+
+def _against(r: ReplayResult) -> dict[str, Any] | None:
+    if r.against is None:
+        return None
+    doc = r.against.to_dict()
+    doc["limits"] = list(r.limits("against"))
     return doc

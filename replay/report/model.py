@@ -11,16 +11,19 @@ from dataclasses import dataclass, field
 
 from bundler._internal.textsafe import safe
 from bundler._internal.timefmt import format_ns
-from replay.engine.exact import Exact, display, round_half_even
+from replay.engine.exact import Exact, display
+from replay.engine.verdicts import MediaVerdict
+from replay.report.fmt import exact_text, fixed_text, float_text
+from replay.report.words import shout
 from replay.result import ReplayResult
 from replay.sections.claims import CONFIRMED, CONTRADICTED, UNVERIFIABLE
-from replay.sections.quality import FAIL, PASS, UNATTESTED
+from replay.sections.quality import PASS, UNATTESTED
 
-__all__ = ["Section", "Table", "headline", "section_summaries", "sections", "with_unit"]
+__all__ = ["TextSection", "TextTable", "headline", "section_summaries", "sections", "with_unit"]
 
 
 @dataclass(frozen=True)
-class Table:
+class TextTable:
     """A table: column headers and rows of cell text."""
 
     headers: tuple[str, ...]
@@ -28,25 +31,12 @@ class Table:
 
 
 @dataclass(frozen=True)
-class Section:
+class TextSection:
     """A titled part of the report: lines and tables in order, then its evidence limits."""
 
     title: str
-    blocks: tuple[str | Table, ...]
+    blocks: tuple[str | TextTable, ...]
     limits: tuple[str, ...] = field(default=())
-
-
-def _n(value: Exact | None, decimals: int = 2) -> str:
-    return "-" if value is None else str(round_half_even(value, decimals))
-
-
-def _f(value: float | None) -> str:
-    return "-" if value is None else f"{value:g}"
-
-
-def _d(value: float | None, decimals: int = 2) -> str:
-    """A float at the precision of the means beside it (Python rounds its exact value)."""
-    return "-" if value is None else f"{value:.{decimals}f}"
 
 
 # What a "count" claim counts, by statistic: "26 requests", not "26 count".
@@ -93,9 +83,10 @@ def headline(r: ReplayResult) -> tuple[str, ...]:
     lines.append(f"bundle {safe(r.bundle)}: {trust}")
     for p in r.latency.pairs:
         lines.append(
-            f"{p.baseline} {_n(_arm_mean(r, p.baseline))} s → {p.candidate} "
-            f"{_n(_arm_mean(r, p.candidate))} s: {_n(p.percent_lower)} % lower, "
-            f"{_n(p.speedup)}× inverse-latency speedup (accepted attempt {r.accepted_attempt})"
+            f"{p.baseline} {exact_text(_arm_mean(r, p.baseline))} s → {p.candidate} "
+            f"{exact_text(_arm_mean(r, p.candidate))} s: {exact_text(p.percent_lower)} % lower, "
+            f"{exact_text(p.speedup)}× inverse-latency speedup "
+            f"(accepted attempt {r.accepted_attempt})"
         )
     lines.append(f"{r.latency.samples_used} measured samples; {_requests(r)}")
     facts = []
@@ -105,7 +96,7 @@ def headline(r: ReplayResult) -> tuple[str, ...]:
     if r.evidenced("lifecycle"):
         facts.append(f"worker exits {lc.clean}/{lc.total} clean")
     facts += [
-        f"peak HBM {'+' if (t.change_pct or 0) >= 0 else ''}{_n(t.change_pct)} %"
+        f"peak HBM {'+' if (t.change_pct or 0) >= 0 else ''}{exact_text(t.change_pct)} %"
         for t in r.telemetry.pairs
         if t.change_pct is not None
     ]
@@ -114,8 +105,8 @@ def headline(r: ReplayResult) -> tuple[str, ...]:
     return tuple(lines)
 
 
-def _not_evidenced(title: str, what: str, r: ReplayResult, section: str) -> Section:
-    return Section(title, (f"not evidenced: {what}",), r.limits(section))
+def _not_evidenced(title: str, what: str, r: ReplayResult, section: str) -> TextSection:
+    return TextSection(title, (f"not evidenced: {what}",), r.limits(section))
 
 
 def _arm_mean(r: ReplayResult, arm: str) -> Exact | None:
@@ -129,10 +120,10 @@ def _requests(r: ReplayResult) -> str:
     return f"{att.receipts} requests ({phases})"
 
 
-def _claims(r: ReplayResult) -> Section:
+def _claims(r: ReplayResult) -> TextSection:
     if not r.claims.checks:
-        blocks: tuple[str | Table, ...] = ("not evidenced: the bundle states no claim",)
-        return Section("Claims", blocks, r.limits("claims"))
+        blocks: tuple[str | TextTable, ...] = ("not evidenced: the bundle states no claim",)
+        return TextSection("Claims", blocks, r.limits("claims"))
     rows = []
     notes: list[str] = []
     for c in r.claims.checks:
@@ -150,21 +141,21 @@ def _claims(r: ReplayResult) -> Section:
             notes.append(f"{c.claim_id} ({c.status}): {c.explanation}")
             if c.derivation:
                 notes.append(f"    derivation: {c.derivation}")
-    out: list[str | Table] = [
-        Table(("status", "claim", "statistic", "claimed", "recomputed", "exact"), tuple(rows))
+    out: list[str | TextTable] = [
+        TextTable(("status", "claim", "statistic", "claimed", "recomputed", "exact"), tuple(rows))
     ]
     out += notes
     if r.claims.not_claimed:
         out.append(
-            Table(
+            TextTable(
                 ("not claimed", "note"),
                 tuple((safe(n.what), safe(n.note or "")) for n in r.claims.not_claimed),
             )
         )
-    return Section("Claims", tuple(out), r.limits("claims"))
+    return TextSection("Claims", tuple(out), r.limits("claims"))
 
 
-def _attempts(r: ReplayResult) -> Section:
+def _attempts(r: ReplayResult) -> TextSection:
     a = r.attempts
     rows = tuple(
         (
@@ -186,8 +177,8 @@ def _attempts(r: ReplayResult) -> Section:
         f"receipts; {sum(a.timed_in_other_window.values())} accepted receipt(s) timed inside "
         "another attempt's window and outside their own."
     )
-    blocks: list[str | Table] = [
-        Table(
+    blocks: list[str | TextTable] = [
+        TextTable(
             (
                 "attempt",
                 "status",
@@ -210,13 +201,13 @@ def _attempts(r: ReplayResult) -> Section:
     for other, n in a.timed_in_other_window.items():
         if n:
             blocks.append(f"{n} accepted receipt(s) timed inside attempt {other}'s window")
-    return Section("Attempts", tuple(blocks), r.limits("attempts"))
+    return TextSection("Attempts", tuple(blocks), r.limits("attempts"))
 
 
-def _conformance(r: ReplayResult) -> Section:
+def _conformance(r: ReplayResult) -> TextSection:
     c = r.conformance
     if not c.checked:
-        return Section(
+        return TextSection(
             "Plan conformance", ("not checked: " + "; ".join(c.warnings),), r.limits("conformance")
         )
     rows = tuple(
@@ -232,11 +223,11 @@ def _conformance(r: ReplayResult) -> Section:
         )
         for i, s in enumerate(c.servers, 1)
     )
-    blocks: list[str | Table] = [
+    blocks: list[str | TextTable] = [
         f"plan {c.plan_path} (id {c.plan_id}): {c.warmups_per_server} warmups + "
         f"{c.measured_per_server} measured per server; order "
         f"{'/'.join(c.planned_order)}, observed {'/'.join(c.observed_order) or '-'}",
-        Table(
+        TextTable(
             (
                 "slot",
                 "server",
@@ -252,7 +243,7 @@ def _conformance(r: ReplayResult) -> Section:
     ]
     if c.deviations:
         blocks.append(
-            Table(
+            TextTable(
                 ("deviation", "where", "what"),
                 tuple((d.kind, d.where, d.message) for d in c.deviations),
             )
@@ -260,20 +251,20 @@ def _conformance(r: ReplayResult) -> Section:
     else:
         blocks.append("deviations: none")
     blocks += [f"warning: {w}" for w in c.warnings]
-    return Section("Plan conformance", tuple(blocks), r.limits("conformance"))
+    return TextSection("Plan conformance", tuple(blocks), r.limits("conformance"))
 
 
-def _latency(r: ReplayResult) -> Section:
+def _latency(r: ReplayResult) -> TextSection:
     lat = r.latency
     servers = tuple(
         (
             s.arm,
             s.server,
             str(s.n),
-            _n(s.mean_s),
-            _n(s.sd_s),
-            _d(s.min_s),
-            _d(s.max_s),
+            exact_text(s.mean_s),
+            exact_text(s.sd_s),
+            fixed_text(s.min_s),
+            fixed_text(s.max_s),
         )
         for s in lat.servers()
     )
@@ -283,19 +274,19 @@ def _latency(r: ReplayResult) -> Section:
             a.role,
             str(len(a.servers)),
             str(a.n_requests),
-            _n(a.mean_s),
-            _n(a.sd_server_means_s),
-            _n(a.cv_server_means, 4),
-            _n(a.sd_requests_s),
-            _n(a.pooled_mean_s),
+            exact_text(a.mean_s),
+            exact_text(a.sd_server_means_s),
+            exact_text(a.cv_server_means, 4),
+            exact_text(a.sd_requests_s),
+            exact_text(a.pooled_mean_s),
         )
         for a in lat.arms
     )
-    blocks: list[str | Table] = [
+    blocks: list[str | TextTable] = [
         f"samples: measured requests with status ok of attempt {lat.attempt}: "
         f"{lat.samples_used}; left out: " + ", ".join(f"{k} {v}" for k, v in lat.excluded.items()),
-        Table(("arm", "server", "n", "mean s", "sd s", "min s", "max s"), servers),
-        Table(
+        TextTable(("arm", "server", "n", "mean s", "sd s", "min s", "max s"), servers),
+        TextTable(
             (
                 "arm",
                 "role",
@@ -314,8 +305,9 @@ def _latency(r: ReplayResult) -> Section:
     ]
     for p in lat.pairs:
         blocks.append(
-            f"{p.baseline} − {p.candidate}: {_n(p.difference_s)} s; {_n(p.percent_lower)} % "
-            f"lower; speedup {_n(p.speedup)}×"
+            f"{p.baseline} − {p.candidate}: {exact_text(p.difference_s)} s; "
+            f"{exact_text(p.percent_lower)} % "
+            f"lower; speedup {exact_text(p.speedup)}×"
         )
         if p.interval is not None:
             blocks.append(
@@ -323,10 +315,10 @@ def _latency(r: ReplayResult) -> Section:
                 f"{p.interval.high_s:.2f} s"
             )
         blocks.append(f"  {p.interval_note}")
-    return Section("Latency", tuple(blocks), r.limits("latency"))
+    return TextSection("Latency", tuple(blocks), r.limits("latency"))
 
 
-def _lifecycle(r: ReplayResult) -> Section:
+def _lifecycle(r: ReplayResult) -> TextSection:
     lc = r.lifecycle
     if not r.evidenced("lifecycle"):
         return _not_evidenced("Lifecycle", "the bundle records no worker exit", r, "lifecycle")
@@ -338,18 +330,18 @@ def _lifecycle(r: ReplayResult) -> Section:
             str(a.nonzero_code),
             str(a.signalled),
             str(a.killed),
-            _f(a.max_exit_s),
-            f"{_f(a.term_wait_s)} / {_f(a.kill_wait_s)}",
+            float_text(a.max_exit_s),
+            f"{float_text(a.term_wait_s)} / {float_text(a.kill_wait_s)}",
             str(a.over_term_wait),
             str(a.over_kill_budget),
         )
         for a in lc.arms
     )
-    blocks: list[str | Table] = [
+    blocks: list[str | TextTable] = [
         f"{lc.total} worker exits, {lc.clean} clean (exit code 0, no signal, within the "
         "plan's TERM wait for the arm); per server: "
         + ", ".join(f"{k} {v}" for k, v in lc.per_server.items()),
-        Table(
+        TextTable(
             (
                 "arm",
                 "exits",
@@ -369,10 +361,10 @@ def _lifecycle(r: ReplayResult) -> Section:
         blocks.append(f"unclean: {u.server} {u.worker}: {'; '.join(u.reasons)}")
     if lc.unclean_total > len(lc.unclean):
         blocks.append(f"... and {lc.unclean_total - len(lc.unclean)} more unclean exits")
-    return Section("Lifecycle", tuple(blocks), r.limits("lifecycle"))
+    return TextSection("Lifecycle", tuple(blocks), r.limits("lifecycle"))
 
 
-def _telemetry(r: ReplayResult) -> Section:
+def _telemetry(r: ReplayResult) -> TextSection:
     t = r.telemetry
     if not r.evidenced("telemetry"):
         return _not_evidenced("Telemetry", "the bundle records no telemetry sample", r, "telemetry")
@@ -382,25 +374,25 @@ def _telemetry(r: ReplayResult) -> Section:
             str(a.servers),
             str(a.devices),
             str(a.samples),
-            _n(a.mean_peak_mb),
-            _n(a.max_peak_mb),
+            exact_text(a.mean_peak_mb),
+            exact_text(a.max_peak_mb),
         )
         for a in t.arms
     )
-    blocks: list[str | Table] = [
+    blocks: list[str | TextTable] = [
         f"sampled by {t.source or 'an unrecorded source'}; peak = largest hbm_used_mb per "
         "(server, device); arm = mean of its peaks",
-        Table(("arm", "servers", "devices", "samples", "mean peak MB", "max peak MB"), rows),
+        TextTable(("arm", "servers", "devices", "samples", "mean peak MB", "max peak MB"), rows),
     ]
     blocks += [
-        f"{p.baseline} → {p.candidate}: mean sampled peak HBM change {_n(p.change_pct)} %"
+        f"{p.baseline} → {p.candidate}: mean sampled peak HBM change {exact_text(p.change_pct)} %"
         for p in t.pairs
         if p.change_pct is not None
     ]
-    return Section("Telemetry", tuple(blocks), r.limits("telemetry"))
+    return TextSection("Telemetry", tuple(blocks), r.limits("telemetry"))
 
 
-def _quality(r: ReplayResult) -> Section:
+def _quality(r: ReplayResult) -> TextSection:
     q = r.quality
     if q.comparisons_total == 0 and not q.gates:
         return _not_evidenced(
@@ -422,11 +414,11 @@ def _quality(r: ReplayResult) -> Section:
                 "CLOSE" if c is not None and c.close else "",
             )
         )
-    blocks: list[str | Table] = [
+    blocks: list[str | TextTable] = [
         f"{q.comparisons_passed} of {q.comparisons_total} comparisons pass every gate whose "
         f"metric they record; {q.comparisons_failed} fail; {q.comparisons_unattested} "
         f"unattested; scorer identity {'recorded' if q.scorer_attested else 'ABSENT'}",
-        Table(
+        TextTable(
             (
                 "gate",
                 "rule",
@@ -441,7 +433,7 @@ def _quality(r: ReplayResult) -> Section:
     ]
     bad = [c for c in q.checks if c.verdict != PASS]
     for c in bad[:50]:
-        verdict = "FAIL" if c.verdict == FAIL else c.verdict.upper()
+        verdict = shout(c.verdict)
         blocks.append(
             f"{verdict}: {c.comparison_id} {c.metric} = {c.value:g} ({c.gate_id}, margin "
             f"{display(c.margin)})"
@@ -457,12 +449,12 @@ def _quality(r: ReplayResult) -> Section:
         blocks.append(f"warning: {q.ungated_comparisons} comparison(s) record no gated metric")
     if q.never_evaluated:
         blocks.append("warning: gates never evaluated: " + ", ".join(q.never_evaluated))
-    return Section("Quality", tuple(blocks), r.limits("quality"))
+    return TextSection("Quality", tuple(blocks), r.limits("quality"))
 
 
-def _integrity(r: ReplayResult) -> Section:
+def _integrity(r: ReplayResult) -> TextSection:
     i = r.integrity
-    blocks: list[str | Table] = [
+    blocks: list[str | TextTable] = [
         f"format {i.format_version}; {i.members} members verified against the signed "
         f"manifest; signature {i.signature_status}"
         + (f" by {', '.join(i.verified_by)}" if i.verified_by else ""),
@@ -474,13 +466,13 @@ def _integrity(r: ReplayResult) -> Section:
     ]
     if diffs:
         blocks.append("environment differs: " + "; ".join(diffs))
-    return Section("Integrity", tuple(blocks), r.limits("integrity"))
+    return TextSection("Integrity", tuple(blocks), r.limits("integrity"))
 
 
-def sections(r: ReplayResult) -> tuple[Section, ...]:
+def sections(r: ReplayResult) -> tuple[TextSection, ...]:
     """Every section of the human report, headline first."""
     return (
-        Section("Replay", headline(r)),
+        TextSection("Replay", headline(r)),
         _claims(r),
         _attempts(r),
         _conformance(r),
@@ -494,7 +486,7 @@ def sections(r: ReplayResult) -> tuple[Section, ...]:
     )
 
 
-def _serving(r: ReplayResult) -> list[Section]:
+def _serving(r: ReplayResult) -> list[TextSection]:
     """Serving campaigns: throughput and p99 latency per arm and load point."""
     if not r.serving:
         return []
@@ -523,7 +515,7 @@ def _serving(r: ReplayResult) -> list[Section]:
         "p99 TTFT ms",
         "p99 E2EL ms",
     )
-    return [Section("Serving (latency against throughput)", (Table(headers, rows),))]
+    return [TextSection("Serving (latency against throughput)", (TextTable(headers, rows),))]
 
 
 def section_summaries(r: ReplayResult) -> tuple[tuple[str, str], ...]:
@@ -605,18 +597,19 @@ def section_summaries(r: ReplayResult) -> tuple[tuple[str, str], ...]:
                 "throughput and p99 latency per point with -v",
             )
         )
-    if r.media is not None:
+    media = r.media_outcome()
+    if r.media is not None and media is not None:
         m = r.media
         out.append(
             (
                 "media",
-                f"re-scored: {m.to_dict().get('verdict')}; "
+                f"re-scored: {MediaVerdict.of(media)}; "
                 f"{len(m.integrity_failures())} integrity failure(s), "
                 f"{len(m.failures())} failure(s), {len(m.gaps())} gap(s)",
             )
         )
     if r.against is not None:
-        rep = r.against.to_dict().get("reproduced")
+        rep = r.against.reproduced
         word = "could not be judged" if rep is None else "reproduced" if rep else "not reproduced"
         out.append(("rerun", f"effect {word} against the sealed bundle"))
     out.append(
@@ -631,21 +624,23 @@ def section_summaries(r: ReplayResult) -> tuple[tuple[str, str], ...]:
 def _signed(value: Exact | None) -> str:
     if value is None:
         return "-"
-    text = _n(value)
+    text = exact_text(value)
     return text if text.startswith("-") else f"+{text}"
 
 
-def _extras(r: ReplayResult) -> list[Section]:
+def _extras(r: ReplayResult) -> list[TextSection]:
     """The media re-score and the rerun comparison, in their own words (lines)."""
     out = []
-    if r.media is not None:
+    media = r.media_outcome()
+    if r.media is not None and media is not None:
+        # Lazy: the media package loads numpy and scipy, the comparison the replay front door.
         from replay.media import format_report
 
-        lines = format_report(r.media).splitlines()  # type: ignore[arg-type]
-        out.append(Section("Media re-scored", tuple(lines), r.limits("media")))
+        lines = format_report(r.media, media).splitlines()
+        out.append(TextSection("Media re-scored", tuple(lines), r.limits("media")))
     if r.against is not None:
         from replay.sections.against import format_comparison
 
-        lines = format_comparison(r.against)  # type: ignore[arg-type]
-        out.append(Section("Rerun vs sealed", tuple(lines), r.limits("against")))
+        lines = format_comparison(r.against)
+        out.append(TextSection("Rerun vs sealed", tuple(lines), r.limits("against")))
     return out

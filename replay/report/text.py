@@ -15,13 +15,13 @@ sequence inside a value therefore never starts a line of its own.
 from __future__ import annotations
 
 from bundler._internal.textsafe import safe
-from replay.report.model import Section, Table, headline, section_summaries, sections
+from replay.report.model import TextSection, TextTable, headline, section_summaries, sections
 from replay.result import UNTRUSTED_NOTE, ReplayResult
 
 __all__ = ["render_lines", "render_text"]
 
 
-def _table(t: Table, indent: str = "  ") -> list[str]:
+def _table(t: TextTable, indent: str = "  ") -> list[str]:
     if not t.rows:
         return [f"{indent}none"]
     # Cells are measured (and so padded) as printed: escaped, four characters per control.
@@ -36,10 +36,10 @@ def _table(t: Table, indent: str = "  ") -> list[str]:
     return [line(t.headers), indent + "  ".join("-" * w for w in widths), *map(line, rows)]
 
 
-def _section(s: Section) -> list[str]:
+def _section(s: TextSection) -> list[str]:
     out = [s.title.upper()]
     for b in s.blocks:
-        out += _table(b) if isinstance(b, Table) else [f"  {b}"]
+        out += _table(b) if isinstance(b, TextTable) else [f"  {b}"]
     out += [f"  limit: {x}" for x in s.limits]
     return out
 
@@ -59,7 +59,7 @@ def _summary(r: ReplayResult) -> list[str]:
 
 def _headline(r: ReplayResult) -> list[str]:
     """The verdict on the line under the title; the headline's other lines under it."""
-    return _section(Section("Replay", headline(r)))
+    return _section(TextSection("Replay", headline(r)))
 
 
 def render_lines(result: ReplayResult, *, verbose: bool = False) -> list[str]:

@@ -1,7 +1,11 @@
 """A rerun bundle side by side with the sealed bundle it reran, on the replay engine.
 
-Both bundles arrive verified (:class:`bundler.verified.VerifiedBundle`). Every
-statistic on either side comes from the replay engine itself, exactly as
+Both bundles arrive verified (:class:`bundler.verified.VerifiedBundle`) and
+decoded once by :mod:`replay.api` (:class:`SideInputs`: the
+:class:`~replay.inputs.ReplayInputs` and the engine's
+:class:`~replay.sections.stats.StatsCache` of each); nothing here reads a member
+or a table of its own. Every statistic on either side comes from the replay
+engine itself, exactly as
 ``bundle replay`` derives it for that bundle: the accepted attempt
 (:func:`replay.sections.attempts.accepted_attempt`), then
 :class:`replay.sections.stats.StatsCache` for its latency (server and arm means, the
@@ -31,20 +35,17 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import io
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-import pyarrow.parquet as pq
-
 from bundler.errors import CouldNotRunError, Problem, UsageError
 from bundler.verified import VerifiedBundle
-from replay.api import inputs_from_bundle
 from replay.engine.arrow import equals, filter_table, rows
 from replay.engine.exact import to_double
+from replay.engine.verdicts import Reproduction
 from replay.inputs import ReplayInputs
 from replay.sections.attempts import accepted_attempt
 from replay.sections.latency import ArmLatency, PairLatency
@@ -56,13 +57,13 @@ __all__ = [
     "Effect",
     "RerunComparison",
     "Side",
+    "SideInputs",
     "check_rerun_pair",
-    "compare_bundles",
+    "compare",
     "format_comparison",
 ]
 
 DEFAULT_TOLERANCE = 0.10
-_OUTCOME_COLUMNS = ("attempt_id", "server", "seq", "status", "timeout_level", "output_sha256")
 _MAX_UNCLEAN_LISTED = 10
 
 
@@ -130,7 +131,7 @@ class Side:
         ]
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (the keys ``replay/report/html/extras.py`` reads are kept stable)."""
+        """JSON-ready form (``--json``'s ``against.sealed`` / ``against.rerun``)."""
         lc = self.lifecycle
         arms = [] if self.stats is None else self.stats.latency.arms
         return {
@@ -269,47 +270,50 @@ def _float(x: Fraction | None) -> float | None:
     return None if x is None else to_double(x)
 
 
-def _receipt_outcomes(bundle: VerifiedBundle, attempt: str) -> list[dict[str, Any]]:
-    """The accepted attempt's request outcomes and output hashes (replay reads neither).
+@dataclass(frozen=True)
+class SideInputs:
+    """One bundle as :mod:`replay.api` decoded it: ``inputs`` with the receipts' outcome
+    columns (``ReplayInputs.from_bundle(b, outcomes=True)``), the engine's cache over them."""
 
-    Only these columns are read: receipts is the big table. A bundle sealed by
-    another tool may lack a column; it is then left out.
-    """
-    data = bundle.member_bytes("tables/receipts.parquet")
-    if data is None:
+    inputs: ReplayInputs
+    stats: StatsCache
+    trusted: bool
+
+
+def _receipt_outcomes(inputs: ReplayInputs, attempt: str) -> list[dict[str, Any]]:
+    """The accepted attempt's request outcomes and output hashes (replay reads neither)."""
+    if (table := inputs.outcomes) is None:
+        raise ValueError("compare needs ReplayInputs.from_bundle(..., outcomes=True)")
+    if table.num_columns == 0:  # the bundle has no receipts table
         return []
-    names = pq.read_schema(io.BytesIO(data)).names
-    columns = [c for c in _OUTCOME_COLUMNS if c in names]
-    table = pq.read_table(io.BytesIO(data), columns=columns, use_threads=False)
     table = filter_table(table, equals(table, "attempt_id", attempt))
-    return rows(table, columns)
+    return rows(table, table.column_names)
 
 
-def _side(label: str, bundle: VerifiedBundle) -> Side:
-    inputs: ReplayInputs = inputs_from_bundle(bundle)
+def _side(label: str, given: SideInputs) -> Side:
+    inputs = given.inputs
     campaign = inputs.campaign
     of = campaign.get("rerun_of")
-    plan_name = inputs.plan_path
     side = Side(
         label=label,
         campaign_id=str(campaign.get("id", "?")),
-        trusted=bundle.trusted,
+        trusted=given.trusted,
         attempt=None,
         stats=None,
         problem=None,
-        plan_name=plan_name,
-        plan_bytes=None if plan_name is None else bundle.member_bytes(plan_name),
+        plan_name=inputs.plan_path,
+        plan_bytes=inputs.plan_bytes,
         rerun_of=of if isinstance(of, Mapping) else None,
     )
     try:
         attempt = accepted_attempt(inputs)
     except CouldNotRunError as exc:
         return dataclasses.replace(side, problem=str(exc))
-    receipts = _receipt_outcomes(bundle, attempt)
+    receipts = _receipt_outcomes(inputs, attempt)
     return dataclasses.replace(
         side,
         attempt=attempt,
-        stats=StatsCache(inputs).get(attempt),
+        stats=given.stats.get(attempt),
         statuses=_counts([r.get("status") for r in receipts]),
         timeout_levels=_counts([r.get("timeout_level") for r in receipts]),
         other_attempts={
@@ -492,20 +496,20 @@ def check_rerun_pair(rerun: VerifiedBundle, sealed: VerifiedBundle) -> None:
         )
 
 
-def compare_bundles(
-    rerun: VerifiedBundle, sealed: VerifiedBundle, *, tolerance: float = DEFAULT_TOLERANCE
+def compare(
+    rerun: SideInputs, sealed: SideInputs, *, tolerance: float = DEFAULT_TOLERANCE
 ) -> RerunComparison:
-    """Compare a rerun bundle with the sealed bundle it reran.
+    """Compare a rerun bundle with the sealed bundle it reran, both already decoded.
 
     Args:
-        rerun: the sealed rerun (campaign kind ``rerun``), verified.
-        sealed: the original sealed campaign, verified.
+        rerun: the sealed rerun (campaign kind ``rerun``), verified and decoded.
+        sealed: the original sealed campaign, verified and decoded.
         tolerance: relative tolerance on the speedup (0.10 = 10 %), taken as the
             decimal written (``repr``), so 0.10 is exactly 1/10.
 
     Raises:
         ValueError: ``tolerance`` is negative or not finite.
-        BundleFormatError: a document of a bundle accepted unsigned is malformed.
+        ValueError: an input was decoded without its receipts' outcome columns.
     """
     if not math.isfinite(tolerance) or tolerance < 0:
         raise ValueError("tolerance must be a finite number >= 0")
@@ -588,7 +592,7 @@ def format_comparison(c: RerunComparison) -> list[str]:
     The evidence limits are not among them: every view prints ``c.limits`` (via
     ``ReplayResult.limits("against")``) with the section, as for every section.
     """
-    word = {True: "reproduced", False: "NOT reproduced", None: "not judged"}[c.reproduced]
+    word = Reproduction.of(c.reproduced)
     lines = [
         f"rerun {c.rerun.campaign_id} ({c.rerun.attempt}) against sealed "
         f"{c.sealed.campaign_id} ({c.sealed.attempt}): effect {word}",

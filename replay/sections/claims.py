@@ -23,15 +23,23 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Protocol
 
 from bundler.format.vocabulary import STATISTICS
-from replay.engine.exact import Exact, Root, display, round_half_even, shortest
+from replay.engine.exact import Exact, Root, round_half_even, shortest
+from replay.engine.verdicts import ClaimStatus
 from replay.inputs import ReplayInputs
-from replay.sections.latency import ArmLatency, LatencyResult, compute_latency
-from replay.sections.quality import UNATTESTED, MetricSummary
-from replay.sections.stats import AttemptStats, StatsCache
-from replay.serving.claims import SERVING_EVALUATORS, ServingEval
+from replay.sections.claim_stats import (
+    EVALUATORS,
+    Evaluator,
+    Missing,
+    Range,
+    Recomputed,
+    StatContext,
+    Value,
+)
+from replay.sections.latency import compute_latency
+from replay.sections.stats import StatsCache
 
 __all__ = [
     "CONFIRMED",
@@ -45,10 +53,10 @@ __all__ = [
     "check_claims",
 ]
 
-ClaimStatus = Literal["confirmed", "contradicted", "unverifiable"]
-CONFIRMED: Final = "confirmed"
-CONTRADICTED: Final = "contradicted"
-UNVERIFIABLE: Final = "unverifiable"
+# The names the views import; the words are :class:`ClaimStatus`'s.
+CONFIRMED: Final = ClaimStatus.CONFIRMED
+CONTRADICTED: Final = ClaimStatus.CONTRADICTED
+UNVERIFIABLE: Final = ClaimStatus.UNVERIFIABLE
 
 LIMITS = (
     "Each claim is recomputed from the tables of this bundle; a confirmed claim is exactly "
@@ -142,350 +150,6 @@ def contradict_by_media(claims: ClaimsResult, media: _MediaVerdict) -> ClaimsRes
     return replace(claims, checks=checks)
 
 
-# --- outcomes of recomputing one statistic -------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Value:
-    exact: Exact
-    derivation: str
-
-
-@dataclass(frozen=True)
-class _Missing:
-    reason: str
-
-
-@dataclass(frozen=True)
-class _Range:
-    """An integer known only within [low, high] (verdicts that need an absent scorer)."""
-
-    low: int
-    high: int
-    derivation: str
-    reason: str
-
-
-_Outcome = _Value | _Missing | _Range
-
-
-@dataclass(frozen=True)
-class _Ctx:
-    inputs: ReplayInputs
-    stats: AttemptStats
-    latency: LatencyResult  # the attempt's, or an alternative when diagnosing
-
-    @property
-    def attempt(self) -> str:
-        return self.stats.attempt
-
-
-_Eval = Callable[[_Ctx, Mapping[str, Any], str], _Outcome]
-
-
-def _s(v: Exact) -> str:
-    return display(v)
-
-
-# --- latency statistics --------------------------------------------------------------
-
-
-def _arm(ctx: _Ctx, p: Mapping[str, Any]) -> ArmLatency | _Missing:
-    a = ctx.latency.arm(str(p.get("arm")))
-    if a is None or a.mean_s is None:
-        return _Missing(
-            f"arm {p.get('arm')!r} has no measured request with status ok in attempt "
-            f"{ctx.attempt!r}"
-        )
-    return a
-
-
-def _means_text(a: ArmLatency) -> str:
-    return ", ".join(f"{s.server} {_s(s.mean_s)} (n={s.n})" for s in a.servers)
-
-
-def _server_mean(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
-    server = str(p.get("server"))
-    for s in ctx.latency.servers():
-        if s.server == server and s.arm == p.get("arm"):
-            return _Value(
-                s.mean_s,
-                f"mean of the {s.n} measured ok requests of server {server} "
-                f"(arm {s.arm}) = {_s(s.mean_s)} s",
-            )
-    return _Missing(
-        f"server {server!r} of arm {p.get('arm')!r} has no measured ok request in attempt "
-        f"{ctx.attempt!r}"
-    )
-
-
-def _arm_mean(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
-    a = _arm(ctx, p)
-    if isinstance(a, _Missing) or a.mean_s is None:
-        return a if isinstance(a, _Missing) else _Missing("no samples")
-    return _Value(
-        a.mean_s,
-        f"mean of the {len(a.servers)} server means [{_means_text(a)}] = {_s(a.mean_s)} s",
-    )
-
-
-def _sd_server_means(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
-    a = _arm(ctx, p)
-    if isinstance(a, _Missing):
-        return a
-    if a.sd_server_means_s is None:
-        return _Missing(f"a sample SD needs at least 2 server means; arm {a.arm} has 1")
-    return _Value(
-        a.sd_server_means_s,
-        f"sample SD (n − 1) across the {len(a.servers)} server means [{_means_text(a)}] = "
-        f"{_s(a.sd_server_means_s)} s",
-    )
-
-
-def _sd_requests(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
-    a = _arm(ctx, p)
-    if isinstance(a, _Missing):
-        return a
-    if a.sd_requests_s is None:
-        return _Missing(f"a sample SD needs at least 2 requests; arm {a.arm} has 1")
-    return _Value(
-        a.sd_requests_s,
-        f"sample SD (n − 1) across the {a.n_requests} individual measured requests of arm "
-        f"{a.arm} (not across server means) = {_s(a.sd_requests_s)} s",
-    )
-
-
-def _cv(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
-    a = _arm(ctx, p)
-    if isinstance(a, _Missing):
-        return a
-    if a.cv_server_means is None:
-        return _Missing(f"needs at least 2 server means and a non-zero mean for arm {a.arm}")
-    v = Root(a.cv_server_means.square * 10_000) if unit == "%" else a.cv_server_means
-    scale = " × 100" if unit == "%" else ""
-    return _Value(
-        v,
-        f"SD across server means / arm mean{scale} = {_s(a.sd_server_means_s or Root(Fraction(0)))}"
-        f" / {_s(a.mean_s or Fraction(0))}{scale} = {_s(v)}",
-    )
-
-
-def _pair_stat(which: str) -> _Eval:
-    def ev(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
-        b, c = str(p.get("baseline")), str(p.get("candidate"))
-        pair = ctx.latency.pair(b, c)
-        if pair is None:
-            return _Missing(
-                f"arm {b!r} or {c!r} has no measured ok request in attempt {ctx.attempt!r}"
-            )
-        bm = ctx.latency.arm(b)
-        cm = ctx.latency.arm(c)
-        assert bm is not None
-        assert cm is not None
-        assert bm.mean_s is not None
-        assert cm.mean_s is not None
-        if which == "percent_lower":
-            if pair.percent_lower is None:
-                return _Missing(f"arm {b} has a zero mean")
-            return _Value(
-                pair.percent_lower,
-                f"(1 − {_s(cm.mean_s)} / {_s(bm.mean_s)}) × 100 = {_s(pair.percent_lower)} %",
-            )
-        if pair.speedup is None:
-            return _Missing(f"arm {c} has a zero mean")
-        return _Value(pair.speedup, f"{_s(bm.mean_s)} / {_s(cm.mean_s)} = {_s(pair.speedup)}×")
-
-    return ev
-
-
-# --- counts ---------------------------------------------------------------------------
-
-
-def _requests(ok: bool) -> _Eval:
-    def ev(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
-        r = ctx.stats.requests
-        phases = ", ".join(f"{k} {v}" for k, v in sorted(r.by_phase.items()))
-        n = r.ok if ok else r.total
-        what = "with status ok" if ok else "all phases"
-        return _Value(Fraction(n), f"receipts of attempt {ctx.attempt} ({phases}), {what}: {n}")
-
-    return ev
-
-
-def _requests_measured(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
-    n = ctx.stats.requests.by_phase.get("measured", 0)
-    return _Value(Fraction(n), f"receipts of attempt {ctx.attempt} in phase measured: {n}")
-
-
-def _comparisons_total(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
-    n = ctx.stats.quality.comparisons_total
-    return _Value(Fraction(n), f"comparisons of attempt {ctx.attempt}: {n}")
-
-
-def _comparisons_passed(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
-    q = ctx.stats.quality
-    text = (
-        f"{q.comparisons_passed} of {q.comparisons_total} comparisons pass every gate whose "
-        f"metric they record ({q.comparisons_failed} fail, {q.comparisons_unattested} unattested)"
-    )
-    if q.comparisons_unattested:
-        return _Range(
-            q.comparisons_passed,
-            q.comparisons_passed_if_attested,
-            text,
-            f"{q.comparisons_unattested} comparison(s) rest on unattested LPIPS verdicts "
-            "(no scorer identity in the bundle)",
-        )
-    return _Value(Fraction(q.comparisons_passed), text)
-
-
-def _gate_checks_passed(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
-    q = ctx.stats.quality
-    passed = q.count("pass")
-    text = f"{passed} of {len(q.checks)} (comparison, gate) checks pass"
-    unatt = [c for c in q.checks if c.verdict == UNATTESTED]
-    if unatt:
-        return _Range(
-            passed,
-            passed + sum(c.passes_recorded for c in unatt),
-            text,
-            f"{len(unatt)} check(s) are unattested LPIPS verdicts (no scorer identity)",
-        )
-    return _Value(Fraction(passed), text)
-
-
-def _exits(clean: bool) -> _Eval:
-    def ev(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
-        lc = ctx.stats.lifecycle
-        if not clean:
-            return _Value(Fraction(lc.total), f"worker exits of attempt {ctx.attempt}: {lc.total}")
-        if lc.missing_budgets:
-            return _Missing(f"the plan has no teardown budget for arm(s) {lc.missing_budgets}")
-        budgets = "; ".join(f"{a.arm} TERM wait {a.term_wait_s:g} s" for a in lc.arms if a.total)
-        return _Value(
-            Fraction(lc.clean),
-            f"{lc.clean} of {lc.total} exits with code 0, no signal, within budget ({budgets})",
-        )
-
-    return ev
-
-
-# --- telemetry ------------------------------------------------------------------------
-
-
-def _hbm_mean(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
-    a = ctx.stats.telemetry.arm(str(p.get("arm")))
-    if a is None or a.mean_peak_mb is None:
-        return _Missing(f"no telemetry samples for arm {p.get('arm')!r} in attempt {ctx.attempt!r}")
-    return _Value(
-        a.mean_peak_mb,
-        f"mean of {a.devices} sampled (server, device) peaks of arm {a.arm} = "
-        f"{_s(a.mean_peak_mb)} MB",
-    )
-
-
-def _hbm_change(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
-    t = ctx.stats.telemetry
-    b, c = str(p.get("baseline")), str(p.get("candidate"))
-    pair = t.pair(b, c)
-    bm, cm = t.arm(b), t.arm(c)
-    if pair is None or pair.change_pct is None or bm is None or cm is None:
-        return _Missing(f"no telemetry samples for arm {b!r} or {c!r} in attempt {ctx.attempt!r}")
-    assert bm.mean_peak_mb is not None
-    assert cm.mean_peak_mb is not None
-    return _Value(
-        pair.change_pct,
-        f"({_s(cm.mean_peak_mb)} / {_s(bm.mean_peak_mb)} − 1) × 100 = {_s(pair.change_pct)} %",
-    )
-
-
-# --- quality metrics ------------------------------------------------------------------
-
-
-def _metric(ctx: _Ctx, p: Mapping[str, Any]) -> MetricSummary | _Missing:
-    m = ctx.stats.quality.metric(str(p.get("metric")))
-    if m is None:
-        return _Missing(
-            f"metric {p.get('metric')!r} is not recorded by any comparison of attempt "
-            f"{ctx.attempt!r}"
-        )
-    return m
-
-
-def _scorer_note(ctx: _Ctx, m: MetricSummary) -> str:
-    if m.needs_scorer and not ctx.stats.quality.scorer_attested:
-        return " (recorded by a scorer whose identity the bundle does not record)"
-    return ""
-
-
-def _metric_extreme(which: str) -> _Eval:
-    def ev(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
-        m = _metric(ctx, p)
-        if isinstance(m, _Missing):
-            return m
-        v = m.min_value if which == "min" else m.max_value
-        word = "smallest" if which == "min" else "largest"
-        return _Value(
-            v,
-            f"{word} of {m.recorded} recorded {m.metric} values = {_s(v)}{_scorer_note(ctx, m)}",
-        )
-
-    return ev
-
-
-def _gate_closest(margin: bool) -> _Eval:
-    def ev(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
-        m = _metric(ctx, p)
-        if isinstance(m, _Missing):
-            return m
-        c = m.closest
-        if c is None:
-            return _Missing(f"metric {m.metric!r} has no frozen gate to measure a margin to")
-        g = next(s.gate for s in ctx.stats.quality.gates if s.gate.gate_id == c.gate_id)
-        text = (
-            f"comparison {c.comparison_id}: {m.metric} = {c.value!r}, margin {_s(c.margin)} to "
-            f"gate {g.gate_id} ({g.op} {g.threshold!r}), the smallest of its checks"
-            f"{_scorer_note(ctx, m)}"
-        )
-        return _Value(c.margin if margin else Fraction(repr(c.value)), text)
-
-    return ev
-
-
-_EVALUATORS: dict[str, _Eval] = {
-    "server_mean_s": _server_mean,
-    "arm_mean_s": _arm_mean,
-    "arm_sd_server_means_s": _sd_server_means,
-    "arm_sd_requests_s": _sd_requests,
-    "arm_cv_server_means": _cv,
-    "percent_lower": _pair_stat("percent_lower"),
-    "speedup": _pair_stat("speedup"),
-    "requests_total": _requests(ok=False),
-    "requests_passed": _requests(ok=True),
-    "requests_measured": _requests_measured,
-    "comparisons_total": _comparisons_total,
-    "comparisons_passed": _comparisons_passed,
-    "gate_checks_passed": _gate_checks_passed,
-    "worker_exits_total": _exits(clean=False),
-    "worker_exits_clean": _exits(clean=True),
-    "hbm_peak_mean_mb": _hbm_mean,
-    "hbm_peak_mean_change_pct": _hbm_change,
-    "metric_min": _metric_extreme("min"),
-    "metric_max": _metric_extreme("max"),
-    "closest_to_gate": _gate_closest(margin=False),
-    "smallest_margin": _gate_closest(margin=True),
-}
-
-
-def _serving(fn: ServingEval) -> _Eval:
-    def ev(ctx: _Ctx, p: Mapping[str, Any], unit: str) -> _Outcome:
-        out = fn(ctx.inputs.serving, p, unit)
-        return _Missing(out) if isinstance(out, str) else _Value(out[0], out[1])
-
-    return ev
-
-
-_EVALUATORS.update({name: _serving(fn) for name, fn in SERVING_EVALUATORS.items()})
 _LATENCY_STATS = frozenset(
     {
         "server_mean_s",
@@ -542,7 +206,7 @@ def _sort_key(v: Exact) -> tuple[int, Fraction]:
     return (sign, sq * sign)
 
 
-def _alternatives(ctx: _Ctx) -> Iterator[tuple[str, _Ctx]]:
+def _alternatives(ctx: StatContext) -> Iterator[tuple[str, StatContext]]:
     """Latency computed the wrong ways a published figure is often computed."""
     inputs = ctx.inputs
     r = inputs.receipts
@@ -566,8 +230,8 @@ def _alternatives(ctx: _Ctx) -> Iterator[tuple[str, _Ctx]]:
     )
 
 
-def _matches(out: _Outcome, claimed: Decimal, d: int) -> bool:
-    return isinstance(out, _Value) and round_half_even(out.exact, d) == claimed
+def _matches(out: Recomputed, claimed: Decimal, d: int) -> bool:
+    return isinstance(out, Value) and round_half_even(out.exact, d) == claimed
 
 
 # --- checking one claim -----------------------------------------------------------------
@@ -646,7 +310,7 @@ def _unclean_exit(u: Any) -> str:
     )
 
 
-def _explain(ctx: _Ctx, ev: _Eval, claim: _Claim, claimed: Decimal, exact: Exact) -> str:
+def _explain(ctx: StatContext, ev: Evaluator, claim: _Claim, claimed: Decimal, exact: Exact) -> str:
     d, params, unit = claim.decimals, claim.params, claim.unit
     hints = []
     rounding = _rounding_hint(claimed, exact, d)
@@ -654,14 +318,14 @@ def _explain(ctx: _Ctx, ev: _Eval, claim: _Claim, claimed: Decimal, exact: Exact
         hints.append(rounding)
     if claim.statistic in _SWAPPED:
         other, why = _SWAPPED[claim.statistic]
-        if _matches(_EVALUATORS[other](ctx, params, unit), claimed, d):
+        if _matches(EVALUATORS[other](ctx, params, unit), claimed, d):
             hints.append(f"the claimed value matches {other}: {why}")
     if claim.statistic == "arm_mean_s":
         a = ctx.latency.arm(str(params.get("arm")))
         if (
             a is not None
             and a.pooled_mean_s is not None
-            and _matches(_Value(a.pooled_mean_s, ""), claimed, d)
+            and _matches(Value(a.pooled_mean_s, ""), claimed, d)
         ):
             hints.append("the claimed value is the mean of pooled requests, not of server means")
     if claim.statistic == "worker_exits_clean":
@@ -674,11 +338,11 @@ def _explain(ctx: _Ctx, ev: _Eval, claim: _Claim, claimed: Decimal, exact: Exact
     return "; ".join(hints) if hints else "the claimed value does not follow from the tables"
 
 
-def _verdict(ctx: _Ctx, ev: _Eval, claim: _Claim, claimed: Decimal) -> ClaimCheck:
+def _verdict(ctx: StatContext, ev: Evaluator, claim: _Claim, claimed: Decimal) -> ClaimCheck:
     out = ev(ctx, claim.params, claim.unit)
-    if isinstance(out, _Missing):
+    if isinstance(out, Missing):
         return claim.result(UNVERIFIABLE, out.reason)
-    if isinstance(out, _Range):
+    if isinstance(out, Range):
         lo, hi = out.low, out.high
         span = f"{lo}–{hi}" if lo != hi else str(lo)
         if lo <= claimed <= hi:
@@ -694,9 +358,9 @@ def _verdict(ctx: _Ctx, ev: _Eval, claim: _Claim, claimed: Decimal) -> ClaimChec
     return claim.result(CONTRADICTED, why, out.derivation, str(rounded), exact)
 
 
-def _check(ctx_for: Callable[[str], _Ctx | None], claim: _Claim) -> ClaimCheck:
+def _check(ctx_for: Callable[[str], StatContext | None], claim: _Claim) -> ClaimCheck:
     ctx = ctx_for(claim.attempt)
-    ev = _EVALUATORS.get(claim.statistic)
+    ev = EVALUATORS.get(claim.statistic)
     claimed = claim.claimed
     if ctx is None:
         return claim.result(UNVERIFIABLE, f"attempt {claim.attempt!r} is not in the attempts table")
@@ -712,11 +376,11 @@ def _check(ctx_for: Callable[[str], _Ctx | None], claim: _Claim) -> ClaimCheck:
 def check_claims(inputs: ReplayInputs, cache: StatsCache, accepted: str) -> ClaimsResult:
     """Recompute every claim of the bundle and list what is explicitly not claimed."""
 
-    def ctx_for(attempt: str) -> _Ctx | None:
+    def ctx_for(attempt: str) -> StatContext | None:
         if attempt not in cache.attempt_ids:
             return None
         stats = cache.get(attempt)
-        return _Ctx(inputs, stats, stats.latency)
+        return StatContext(inputs, stats, stats.latency)
 
     cols = ["claim_id", "statistic", "params", "value", "unit", "decimals", "text"]
     checks = tuple(

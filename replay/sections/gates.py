@@ -36,6 +36,7 @@ from fractions import Fraction
 from typing import Any, Final, Literal, cast, get_args
 
 from bundler.errors import BundleFormatError, Problem
+from replay.engine.verdicts import GateVerdict
 
 __all__ = [
     "FAIL",
@@ -62,12 +63,13 @@ __all__ = [
 ]
 
 Op = Literal[">=", ">", "<=", "<", "=="]
-Verdict = Literal["pass", "fail", "unattested"]
+Verdict = Literal[GateVerdict.PASS, GateVerdict.FAIL, GateVerdict.UNATTESTED]
 ScorerBasis = Literal["model-based", "unknown", "model-free", "declared"]
 
-PASS: Final = "pass"  # noqa: S105 - a verdict, not a password
-FAIL: Final = "fail"
-UNATTESTED: Final = "unattested"
+# The names the sections import; the words are :class:`GateVerdict`'s.
+PASS: Final = GateVerdict.PASS
+FAIL: Final = GateVerdict.FAIL
+UNATTESTED: Final = GateVerdict.UNATTESTED
 VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 OPS: tuple[Op, ...] = get_args(Op)
 

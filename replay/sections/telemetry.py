@@ -3,6 +3,9 @@
 A device's peak is the largest ``hbm_used_mb`` sampled on it during the
 attempt; an arm's figure is the mean of its (server, device) peaks; the change
 is ``(candidate / baseline - 1) x 100``. The seed: mean sampled peak HBM +3.10 %.
+
+This is the replay's section, which reads a sealed ``telemetry`` table; the
+sampler that records one during a rerun is :mod:`rerun.telemetry`.
 """
 
 from __future__ import annotations

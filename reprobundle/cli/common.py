@@ -1,4 +1,4 @@
-"""What every ``bundle`` subcommand shares: error mapping, JSON output and trust options.
+"""What every ``bundle`` subcommand shares: errors, JSON, options, text output, one progress bar.
 
 One place maps the error tree to messages and exit codes, so that
 ``bundle seal``, ``verify``, ``replay``, ``report``, ``plan`` and ``rerun``
@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,7 +31,10 @@ from bundler._internal.textsafe import json_safe, safe
 from bundler.errors import BundleError, CouldNotRunError, UsageError
 
 if TYPE_CHECKING:
+    from click._termui_impl import ProgressBar as ClickProgressBar
+
     from bundler.format.trust import Trust
+    from replay.media.result import MediaProgress
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -57,7 +61,7 @@ class JsonAwareGroup(click.Group):
     gets JSON.
     """
 
-    def main(  # type: ignore[override]
+    def main(
         self,
         args: Sequence[str] | None = None,
         prog_name: str | None = None,
@@ -146,6 +150,11 @@ def cli_errors(as_json: bool = False) -> Iterator[None]:
         sys.exit(130)
 
 
+def exits(*lines: str) -> str:
+    """A command's own exit codes, as an unwrapped help epilog."""
+    return "\b\nExit codes:\n" + "\n".join(f"  {line}" for line in lines) + "\n"
+
+
 def examples(*commands: str) -> str:
     """An unwrapped ``Examples:`` help block; each command line is run by the tests.
 
@@ -156,6 +165,8 @@ def examples(*commands: str) -> str:
 
 
 QUIET, NORMAL, VERBOSE = -1, 0, 1
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print a JSON result on stdout.")
 
 
 def verbosity_options(f: F) -> F:
@@ -235,13 +246,13 @@ def say_lines(lines: Iterable[str], err: bool = False) -> None:
         say(line, err=err)
 
 
-def hidden_alias(old: str, dest: str, new: str, **kwargs: Any) -> Callable[[F], F]:
-    """A hidden, deprecated spelling ``old`` of option ``new``, parsed into ``dest``.
-
-    The command merges ``dest`` into the new option's value; the old spelling keeps
-    working for scripts written against earlier releases but is no longer shown.
-    """
-    return click.option(old, dest, hidden=True, help=f"Deprecated spelling of {new}.", **kwargs)
+def external_groups(externals: list[dict[str, Any]]) -> list[tuple[int, str, str, str]]:
+    """Externals grouped by (status, kind, availability): one line per group, not per file."""
+    counts: dict[tuple[str, str, str], int] = {}
+    for e in externals:
+        key = (e.get("status", "external"), e["kind"], e.get("availability") or "")
+        counts[key] = counts.get(key, 0) + 1
+    return [(n, st, kind, avail) for (st, kind, avail), n in counts.items()]
 
 
 def trust_options(allow_unsigned_help: str) -> Callable[[F], F]:
@@ -290,3 +301,53 @@ def load_trust(
     if refusal is not None and trust.refuses_all:
         raise UsageError(refusal)
     return trust
+
+
+class ProgressBar:
+    """The one progress bar: click's, on stderr, shown only on a terminal; thread-safe.
+
+    Seal reports stages (:meth:`update`), verify hashed bytes (:meth:`bytes_callback`),
+    a media re-score comparisons (:meth:`media`); the first report sizes the bar.
+    """
+
+    def __init__(self, label: str, enabled: bool) -> None:
+        self.label = label
+        self.enabled = enabled and sys.stderr.isatty()
+        self._bar: ClickProgressBar[int] | None = None
+        self._lock = threading.Lock()
+        self._last = 0
+
+    def update(self, stage: str, done: int, total: int) -> None:
+        """``done`` of ``total`` in ``stage`` (seal's ``progress`` callback)."""
+        # A new stage counts from zero again, so the bar may move back.
+        self._move(f"{self.label} ({stage})", done, total, backwards=True)
+
+    def bytes_callback(self, total: int) -> Callable[[int], None]:
+        """A callback adding hashed bytes, out of ``total``, to the ``hash`` stage."""
+        seen = [0]
+
+        def cb(n: int) -> None:
+            seen[0] += n
+            self.update("hash", seen[0], total)
+
+        return cb
+
+    def media(self, ev: MediaProgress) -> None:
+        """A media re-score event: comparisons done out of their total; never moves back."""
+        self._move(self.label, ev.comparisons_done, ev.comparisons_total, backwards=False)
+
+    def _move(self, label: str, done: int, total: int, *, backwards: bool) -> None:
+        if not self.enabled or total <= 0:
+            return
+        with self._lock:
+            if self._bar is None:
+                self._bar = click.progressbar(length=total, label=label, file=sys.stderr)
+                self._bar.__enter__()
+            if backwards or done > self._last:
+                self._bar.update(done - self._last)
+                self._last = done
+
+    def close(self) -> None:
+        """Finish the bar (its last line) if one was shown."""
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)

@@ -8,7 +8,15 @@ from pathlib import Path
 import click
 
 from bundler.errors import EXIT_OK, UsageError
-from reprobundle.cli.common import QUIET, cli_errors, emit_json, examples, say, verbosity_options
+from reprobundle.cli.common import (
+    QUIET,
+    cli_errors,
+    emit_json,
+    examples,
+    json_option,
+    say,
+    verbosity_options,
+)
 
 __all__ = ["import_command"]
 
@@ -112,7 +120,7 @@ def _hardware(v: str | None) -> tuple[str, int] | None:
 )
 @click.option("--id", "campaign_id", default=None, help="Campaign id (default: from -o).")
 @verbosity_options
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON result on stdout.")
+@json_option
 def import_command(
     fmt: str,
     sources: tuple[Path, ...],

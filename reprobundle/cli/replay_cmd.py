@@ -10,18 +10,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
-from reprobundle.cli.common import (
-    cli_errors,
-    emit_json,
-    examples,
-    load_trust,
-    say_lines,
-    trust_options,
-)
-from reprobundle.cli.replay_options import ReplayArgs, media_options, run_replay
+from reprobundle.cli.common import cli_errors, emit_json, examples, say_lines
+from reprobundle.cli.replay_options import ReplayArgs, replay_args, replay_options, run_replay
 
 __all__ = ["REPLAY_EXIT_HELP", "replay_command"]
 
@@ -71,8 +65,7 @@ def _run(args: ReplayArgs, *, as_json: bool, markdown: Path | None, verbose: boo
     + REPLAY_EXIT_HELP,
 )
 @click.argument("bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@media_options
-@trust_options("Replay even if no trusted key verified the signature; every section says so.")
+@replay_options("Replay even if no trusted key verified the signature; every section says so.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
 @click.option(
     "--markdown",
@@ -84,22 +77,10 @@ def _run(args: ReplayArgs, *, as_json: bool, markdown: Path | None, verbose: boo
 )
 def replay_command(
     bundle: Path,
-    against: Path | None,
-    tolerance: float | None,
-    media_dirs: tuple[Path, ...],
-    scorer_weights: Path | None,
-    jobs: int,
-    device: str | None,
-    executor: str,
-    ray_address: str | None,
-    lpips_batch: int | None,
-    progress: bool,
-    key_paths: tuple[Path, ...],
-    trusted_keys: Path | None,
-    allow_unsigned: bool,
     as_json: bool,
     markdown: Path | None,
     verbose: bool,
+    **shared: Any,  # the options of replay_options, for replay_args
 ) -> None:
     """Re-derive every statistic, verdict and claim of BUNDLE, offline.
 
@@ -112,20 +93,6 @@ def replay_command(
     """
     code = 0
     with cli_errors(as_json):
-        args = ReplayArgs(
-            bundle=bundle,
-            trust=load_trust(key_paths, trusted_keys, allow_unsigned),
-            against=against,
-            tolerance=tolerance,
-            media_dirs=media_dirs,
-            scorer_weights=scorer_weights,
-            jobs=jobs,
-            device=device,
-            executor=executor,
-            ray_address=ray_address,
-            lpips_batch=lpips_batch,
-            progress=progress,
-            as_json=as_json,
-        )
+        args = replay_args(bundle, as_json=as_json, **shared)
         code = _run(args, as_json=as_json, markdown=markdown, verbose=verbose)
     sys.exit(code)

@@ -1,26 +1,30 @@
 """Options shared by ``bundle replay`` and ``bundle report``, and the one replay both run.
 
-Both commands verify each bundle once (:func:`bundler.verified.open_verified`),
-replay once (:func:`replay.api.replay`, with the media re-score and the rerun
-comparison when asked) and render the one result: the report is a view of the
-same verdict ``replay`` prints.
+Both commands declare the shared options with :func:`replay_options`, turn them
+into one :class:`ReplayArgs` with :func:`replay_args`, verify each bundle once
+(:func:`bundler.verified.open_verified`), replay once (:func:`replay.api.replay`,
+with the media re-score and the rerun comparison when asked) and render the one
+result: the report is a view of the same verdict ``replay`` prints.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from bundler.errors import IntegrityError, UsageError
+from reprobundle.cli.common import ProgressBar, load_trust, trust_options
 
 if TYPE_CHECKING:
     from bundler.format.trust import Trust
+    from bundler.verified import VerifiedBundle
+    from replay.result import ReplayResult
 
-__all__ = ["ReplayArgs", "media_options", "run_replay"]
+__all__ = ["ReplayArgs", "replay_args", "replay_options", "run_replay"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -30,8 +34,21 @@ _TRUST_HINT = (
 )
 
 
-def media_options(f: F) -> F:
-    """The rerun (``--against``, ``--tolerance``) and media re-score options."""
+def replay_options(allow_unsigned_help: str) -> Callable[[F], F]:
+    """The options replay and report share, in their help's order; :func:`replay_args` reads them.
+
+    The rerun comparison (``--against``, ``--tolerance``), the media re-score,
+    ``--progress``, then the trust options (``allow_unsigned_help`` says what
+    ``--allow-unsigned`` means for the command).
+    """
+
+    def decorate(f: F) -> F:
+        return _media_options(trust_options(allow_unsigned_help)(f))
+
+    return decorate
+
+
+def _media_options(f: F) -> F:
     for decorator in reversed(
         (
             click.option(
@@ -101,25 +118,66 @@ def media_options(f: F) -> F:
     return f
 
 
+@dataclass(frozen=True)
 class ReplayArgs:
-    """What the shared options parsed, for :func:`run_replay`."""
+    """What the shared options parsed, with the trust loaded, for :func:`run_replay`."""
 
-    def __init__(self, **kw: Any) -> None:
-        self.bundle: Path = kw["bundle"]
-        self.trust: Trust = kw["trust"]
-        self.against: Path | None = kw.get("against")
-        self.tolerance: float | None = kw.get("tolerance")
-        self.media_dirs: tuple[Path, ...] = tuple(kw.get("media_dirs") or ())
-        self.scorer_weights: Path | None = kw.get("scorer_weights")
-        self.jobs: int = kw.get("jobs", 1)
-        self.device: str | None = kw.get("device")
-        self.executor: str = kw.get("executor") or "local"
-        self.ray_address: str | None = kw.get("ray_address")
-        self.lpips_batch: int | None = kw.get("lpips_batch")
-        self.progress: bool = kw.get("progress", True) and not kw.get("as_json", False)
+    bundle: Path
+    trust: Trust
+    against: Path | None
+    tolerance: float | None
+    media_dirs: tuple[Path, ...]
+    scorer_weights: Path | None
+    jobs: int
+    device: str | None
+    executor: str
+    ray_address: str | None
+    lpips_batch: int | None
+    progress: bool
 
 
-def _open(path: Path, args: ReplayArgs) -> Any:
+def replay_args(
+    bundle: Path,
+    *,
+    as_json: bool,
+    key_paths: tuple[Path, ...],
+    trusted_keys: Path | None,
+    allow_unsigned: bool,
+    against: Path | None,
+    tolerance: float | None,
+    media_dirs: tuple[Path, ...],
+    scorer_weights: Path | None,
+    jobs: int,
+    device: str | None,
+    executor: str,
+    ray_address: str | None,
+    lpips_batch: int | None,
+    progress: bool,
+) -> ReplayArgs:
+    """The :class:`ReplayArgs` of BUNDLE from the options :func:`replay_options` declares.
+
+    Raises:
+        UsageError: an unreadable key or trusted-keys file.
+    """
+    return ReplayArgs(
+        bundle=bundle,
+        # Options that trust nobody are refused by run_replay, with replay's own hint.
+        trust=load_trust(key_paths, trusted_keys, allow_unsigned),
+        against=against,
+        tolerance=tolerance,
+        media_dirs=media_dirs,
+        scorer_weights=scorer_weights,
+        jobs=jobs,
+        device=device,
+        executor=executor,
+        ray_address=ray_address,
+        lpips_batch=lpips_batch,
+        # No bar with --json, as for seal and verify.
+        progress=progress and not as_json,
+    )
+
+
+def _open(path: Path, args: ReplayArgs) -> VerifiedBundle:
     from bundler.verified import open_verified
 
     try:
@@ -130,7 +188,7 @@ def _open(path: Path, args: ReplayArgs) -> Any:
         raise IntegrityError(f"{exc.message}; {_TRUST_HINT}") from exc
 
 
-def run_replay(args: ReplayArgs) -> tuple[Any, Any]:
+def run_replay(args: ReplayArgs) -> tuple[VerifiedBundle, ReplayResult]:
     """Verify BUNDLE (and ``--against``) once, replay once; return (verified bundle, result).
 
     Raises:
@@ -154,7 +212,7 @@ def run_replay(args: ReplayArgs) -> tuple[Any, Any]:
         raise UsageError("--tolerance needs --against SEALED.bundle")
     verified = _open(args.bundle, args)
     against = _open(args.against, args) if args.against is not None else None
-    bar = _MediaBar(enabled=args.progress)
+    bar = ProgressBar("re-scoring media", enabled=args.progress)
     media = None
     device_errors: tuple[type[Exception], ...] = ()
     if args.media_dirs:
@@ -166,7 +224,7 @@ def run_replay(args: ReplayArgs) -> tuple[Any, Any]:
             weights_dir=args.scorer_weights,
             jobs=args.jobs,
             device=args.device,
-            progress=bar.update,
+            progress=bar.media,
             executor=args.executor,
             ray_address=args.ray_address,
             lpips_batch=args.lpips_batch,
@@ -178,28 +236,3 @@ def run_replay(args: ReplayArgs) -> tuple[Any, Any]:
     finally:
         bar.close()
     return verified, result
-
-
-class _MediaBar:
-    """Progress per comparison on stderr, only on a terminal."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled and sys.stderr.isatty()
-        self._bar: Any = None
-        self._done = 0
-
-    def update(self, ev: Any) -> None:
-        if not self.enabled or not ev.comparisons_total:
-            return
-        if self._bar is None:
-            self._bar = click.progressbar(
-                length=ev.comparisons_total, label="re-scoring media", file=sys.stderr
-            )
-            self._bar.__enter__()
-        if ev.comparisons_done > self._done:
-            self._bar.update(ev.comparisons_done - self._done)
-            self._done = ev.comparisons_done
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.__exit__(None, None, None)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
 from bundler.errors import UsageError
-from reprobundle.cli.common import cli_errors, emit_json, examples, load_trust, say, trust_options
-from reprobundle.cli.replay_options import ReplayArgs, media_options, run_replay
+from reprobundle.cli.common import cli_errors, emit_json, examples, say
+from reprobundle.cli.replay_options import ReplayArgs, replay_args, replay_options, run_replay
 
 __all__ = ["REPORT_EXIT_HELP", "report_command"]
 
@@ -100,27 +101,14 @@ def _run(args: ReplayArgs, *, output: Path, fmt: str, as_json: bool) -> int:
     show_default=True,
     help="html: one self-contained page with charts; md: Markdown for a pull-request body.",
 )
-@media_options
-@trust_options("Report on a bundle no trusted key signed; every section says so.")
+@replay_options("Report on a bundle no trusted key signed; every section says so.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 def report_command(
     bundle: Path,
     output: Path,
     fmt: str,
-    against: Path | None,
-    tolerance: float | None,
-    media_dirs: tuple[Path, ...],
-    scorer_weights: Path | None,
-    jobs: int,
-    device: str | None,
-    executor: str,
-    ray_address: str | None,
-    lpips_batch: int | None,
-    progress: bool,
-    key_paths: tuple[Path, ...],
-    trusted_keys: Path | None,
-    allow_unsigned: bool,
     as_json: bool,
+    **shared: Any,  # the options of replay_options, for replay_args
 ) -> None:
     """Write a report of BUNDLE that people read: HTML with charts, or Markdown.
 
@@ -134,20 +122,6 @@ def report_command(
     """
     code = 0
     with cli_errors(as_json):
-        args = ReplayArgs(
-            bundle=bundle,
-            trust=load_trust(key_paths, trusted_keys, allow_unsigned),
-            against=against,
-            tolerance=tolerance,
-            media_dirs=media_dirs,
-            scorer_weights=scorer_weights,
-            jobs=jobs,
-            device=device,
-            executor=executor,
-            ray_address=ray_address,
-            lpips_batch=lpips_batch,
-            progress=progress,
-            as_json=as_json,
-        )
+        args = replay_args(bundle, as_json=as_json, **shared)
         code = _run(args, output=output, fmt=fmt, as_json=as_json)
     sys.exit(code)

@@ -1,27 +1,24 @@
-"""``bundle plan check`` and ``bundle rerun`` (registered by ``reprobundle/cli/main.py``).
+"""``bundle rerun``: execute a bundle's frozen plan against real servers.
 
-Both parse, call one library function (:func:`bundler.campaign.plan_check.check_plan`,
-:func:`rerun.runner.run_rerun`), and print text or ``--json``. A bundle is
-opened once, through :func:`bundler.verified.open_verified`.
+Parses, calls :func:`rerun.runner.run_rerun`, and prints text or ``--json``. The
+bundle is opened once, through :func:`bundler.verified.open_verified`.
 """
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
-from bundler._internal.userfile import DOCUMENT_MAX_BYTES, open_user_file, read_bounded
 from bundler.errors import UsageError
 from reprobundle.cli.common import (
     cli_errors,
     emit_json,
     examples,
-    hidden_alias,
+    json_option,
     load_trust,
     say,
     trust_options,
@@ -33,15 +30,7 @@ if TYPE_CHECKING:
     from rerun.prepare import PreparedRerun
     from rerun.runner import RerunResult
 
-__all__ = ["PLAN_EXIT_HELP", "RERUN_EXIT_HELP", "plan_group", "rerun_command"]
-
-PLAN_EXIT_HELP = """\b
-Exit codes:
-  0  no error (warnings allowed unless --strict)
-  1  integrity: the bundle given is tampered or malformed
-  2  the plan has errors (or warnings with --strict), or bad arguments
-  3  could not run: I/O error
-"""
+__all__ = ["RERUN_EXIT_HELP", "rerun_command"]
 
 RERUN_EXIT_HELP = """\b
 Exit codes:
@@ -57,118 +46,6 @@ Exit codes:
 """
 
 _EXIT_REJECTED = 4
-
-
-def _load_plan(source: Path) -> tuple[str, dict[str, Any]]:
-    """The plan in a JSON file, or the plan in force inside a bundle.
-
-    A bundle is read through :func:`bundler.verified.open_verified`: any integrity
-    problem refuses it; an unsigned or untrusted one is accepted (checking a plan's
-    timeouts judges nothing the bundle claims).
-    """
-    with open_user_file(source, what="plan") as fh:
-        head = fh.read(4)
-        # A bundle is read (and bounded) by open_verified; a plan is a small document.
-        is_bundle = head == b"\x28\xb5\x2f\xfd"  # zstd frame magic
-        if not is_bundle:
-            data = read_bounded(fh, source, what="plan", max_bytes=DOCUMENT_MAX_BYTES, head=head)
-    if is_bundle:
-        from bundler.format.trust import Trust
-        from bundler.verified import open_verified
-
-        bundle = open_verified(source, trust=Trust.allow_unsigned())
-        campaign = bundle.document("campaign.json") or {}
-        name = str(campaign.get("plan", ""))
-        member = bundle.member_bytes(name)
-        if member is None:
-            raise UsageError(f"{source}: campaign.json names plan {name!r}, which is absent")
-        data = member
-        label = f"{source}:{name}"
-    else:
-        label = str(source)
-    try:
-        doc = json.loads(data)
-    except ValueError as exc:
-        raise UsageError(f"{label}: not valid JSON: {exc}") from exc
-    if not isinstance(doc, dict):
-        raise UsageError(f"{label}: a plan must be a JSON object")
-    return label, doc
-
-
-def _print_check(label: str, result: Any) -> None:
-    t = result.timeouts
-    say(f"plan {result.plan_id} ({label})")
-    say(
-        f"  timeouts  request {t.get('request_s')} s, wave {t.get('wave_s')} s, "
-        f"arm {t.get('arm_s')} s; start-up budget {t.get('startup_budget_s')} s"
-    )
-    res = result.reservation
-    if res is not None:
-        say(
-            f"  reservation  hard {res.hard_limit_s:g} s, soft TERM {res.soft_term_s:g} s, "
-            f"kill grace {res.kill_grace_s:g} s"
-            + (
-                "; watchdog is the declared failure boundary"
-                if res.watchdog_is_failure_boundary
-                else ""
-            )
-        )
-    say("  arm positions (worst case = start-up + wave budget + TERM/KILL budgets):")
-    for b in result.slots:
-        s = b.slot
-        say(
-            f"    {s.position}. {s.arm:<12} {s.server:<14} {s.requests} requests  "
-            f"worst case {b.worst_case_s:,.0f} s"
-        )
-    if result.slots:
-        say(f"    all positions at their worst case: {result.worst_case_total_s:,.0f} s")
-    say("  a stuck first request in each arm position:")
-    for sc in result.scenarios:
-        say(f"    - {sc.describe()}")
-    for a in result.assumptions:
-        say(f"  assuming {a}")
-    for f in result.findings:
-        say(f"  {f.level.upper():<7} {f.path}: {f.message} [{f.code}]")
-    verdict = "FAILS" if result.errors else "passes"
-    say(f"  {verdict}: {len(result.errors)} error(s), {len(result.warnings)} warning(s)")
-
-
-@click.group("plan", epilog=examples("bundle plan check campaign/plans/reference-ab.json"))
-def plan_group() -> None:
-    """Frozen plans: check their timeout hierarchy."""
-
-
-@plan_group.command(
-    "check",
-    epilog=examples(
-        "bundle plan check campaign/plans/reference-ab.json",
-        "bundle plan check run.bundle --json",
-    )
-    + PLAN_EXIT_HELP,
-)
-@click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "--reservation-used",
-    type=click.FloatRange(min=0),
-    default=0.0,
-    show_default=True,
-    help="Seconds of the reservation already used before the first arm position.",
-)
-@click.option("--strict", is_flag=True, help="Fail on warnings too.")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON result on stdout.")
-def plan_check_command(source: Path, reservation_used: float, strict: bool, as_json: bool) -> None:
-    """Check SOURCE (a plan JSON file, or a bundle's plan in force): does every deadline fit?"""
-    from bundler.campaign.plan_check import check_plan
-
-    with cli_errors(as_json):
-        label, plan = _load_plan(source)
-        result = check_plan(plan, elapsed_s=reservation_used)
-        if as_json:
-            emit_json({"source": label, **result.to_dict()})
-        else:
-            _print_check(label, result)
-        failed = bool(result.errors) or (strict and bool(result.warnings))
-        sys.exit(2 if failed else 0)
 
 
 def _open_bundle(bundle: Path, options: RerunOptions) -> VerifiedBundle:
@@ -294,9 +171,6 @@ def _show_result(result: RerunResult, as_json: bool) -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="Rerun campaign directory (created, or an earlier rerun of the same bundle to add to).",
 )
-@hidden_alias(
-    "--out", "old_out_dir", "-o/--output", type=click.Path(file_okay=False, path_type=Path)
-)
 @click.option(
     "--endpoint",
     "endpoints",
@@ -369,11 +243,10 @@ def _show_result(result: RerunResult, as_json: bool) -> None:
 @click.option(
     "--dry-run", is_flag=True, help="Show the schedule, commands and estimate; run nothing."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON result on stdout.")
+@json_option
 def rerun_command(
     bundle: Path,
     out_dir: Path | None,
-    old_out_dir: Path | None,
     endpoints: tuple[str, ...],
     launch: bool,
     launch_command: str | None,
@@ -403,7 +276,6 @@ def rerun_command(
     from rerun.targets import check_launch_consent
 
     with cli_errors(as_json):
-        out_dir = out_dir or old_out_dir
         if out_dir is None:
             raise UsageError("give -o/--output DIR: the rerun campaign directory to write")
         trust = load_trust(

@@ -50,6 +50,7 @@ from bundler._internal import jcs
 from bundler.format.container import read_container, write_container
 from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
 from bundler.format.manifest import ENVELOPE_NAME, MANIFEST_NAME, build_statement
+from bundler.format.model import Manifest
 from bundler.format.tables import arrow_schema
 from bundler.seal import parquet_bytes, seal_campaign
 from tests.fuzz.strategies import AUTHOR_SEED
@@ -250,7 +251,7 @@ def reseal(base: HostileBase, edit: Edit) -> bytes:
     ]
     manifest = jcs.dumps(doc)
     content[MANIFEST_NAME] = manifest
-    stmt = build_statement(manifest, hashlib.sha256(manifest).hexdigest(), doc)
+    stmt = build_statement(manifest, hashlib.sha256(manifest).hexdigest(), Manifest.from_dict(doc))
     content[ENVELOPE_NAME] = sign_payload(stmt, [base.author], INTOTO_PAYLOAD_TYPE).to_bytes()
     out = io.BytesIO()
     names = [n for n, _ in base.members if n in content]

@@ -35,10 +35,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from hypothesis import strategies as st
 
 from bundler._internal import jcs
+from bundler.errors import BundleFormatError
 from bundler.format.container import read_container, write_container
 from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, Envelope, parse_envelope, sign_payload
 from bundler.format.keys import key_id
 from bundler.format.manifest import ENVELOPE_NAME, MANIFEST_NAME, build_statement
+from bundler.format.model import Manifest
 from bundler.seal import seal_campaign
 from tests.campaign_builder import write_campaign
 
@@ -562,8 +564,8 @@ def _restate(
     content[MANIFEST_NAME] = manifest
     msha = hashlib.sha256(manifest).hexdigest()
     try:
-        statement = build_statement(manifest, msha, doc)
-    except (KeyError, TypeError, AttributeError, IndexError):
+        statement = build_statement(manifest, msha, Manifest.from_dict(doc))
+    except (KeyError, TypeError, AttributeError, IndexError, BundleFormatError):
         statement = jcs.dumps({"_type": "https://in-toto.io/Statement/v1", "subject": []})
     return content, statement
 

@@ -24,6 +24,7 @@ from bundler._internal import jcs
 from bundler.format.container import write_container
 from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
 from bundler.format.manifest import ENVELOPE_NAME, MANIFEST_NAME, build_statement
+from bundler.format.model import Manifest
 from bundler.format.trust import Trust
 from bundler.verify import check_bundle
 from tests.fuzz.profiles import FUZZ_CI
@@ -95,7 +96,7 @@ def _resealed(base: Base, name: str, data: bytes) -> bytes:
         m["size"] = len(content[m["path"]])
     manifest = jcs.dumps(doc)
     content[MANIFEST_NAME] = manifest
-    stmt = build_statement(manifest, hashlib.sha256(manifest).hexdigest(), doc)
+    stmt = build_statement(manifest, hashlib.sha256(manifest).hexdigest(), Manifest.from_dict(doc))
     content[ENVELOPE_NAME] = sign_payload(stmt, [base.author], INTOTO_PAYLOAD_TYPE).to_bytes()
     out = io.BytesIO()
     write_container(out, [(n, content[n]) for n, _ in base.members])

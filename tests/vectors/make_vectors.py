@@ -24,11 +24,11 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import zstandard
-from bundler.format.container import read_container, write_container
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from bundler._internal import jcs
+from bundler.format.container import read_container, write_container
 from bundler.seal import PARQUET_OPTIONS, environment, seal_campaign
 from tests.campaign_builder import write_campaign
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bundler.format.model import ExternalEntry
 from bundler.format.trust import SignatureStatus
 
 __all__ = ["BundleFacts", "ServerTrials", "SignatureRow"]
@@ -52,7 +53,7 @@ class BundleFacts:
     scrubbed: tuple[Mapping[str, Any], ...]
     unscrubbed: tuple[Mapping[str, Any], ...]
     members: int
-    external: tuple[Mapping[str, Any], ...]  # the manifest's external entries
+    external: tuple[ExternalEntry, ...]  # the manifest's external entries
     sources: tuple[Mapping[str, Any], ...]
     trials: tuple[ServerTrials, ...]  # accepted attempt, per (arm, server)
     status_by_attempt: Mapping[str, Mapping[str, int]]  # attempt -> status -> receipts

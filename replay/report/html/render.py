@@ -21,10 +21,7 @@ from bundler import __version__
 from bundler.errors import UsageError
 from bundler.format.trust import NO_TRUST, Trust
 from bundler.verified import VerifiedBundle
-from bundler.verify import OpenedBundle
-from replay.api import inputs_from_bundle
 from replay.inputs import ReplayInputs
-from replay.report.html.extras import normalize_media, normalize_rerun
 from replay.report.html.model import BundleFacts, ServerTrials, SignatureRow, build_model
 from replay.report.html.view import Report
 from replay.result import ReplayResult
@@ -110,13 +107,11 @@ def _status_counts(inputs: ReplayInputs) -> tuple[dict[str, dict[str, int]], dic
     return by, samples
 
 
-def bundle_facts(
-    path: Path, opened: OpenedBundle, inputs: ReplayInputs, attempt: str
-) -> BundleFacts:
-    """What the report shows beyond the replay, from the opened bundle."""
+def bundle_facts(bundle: VerifiedBundle, inputs: ReplayInputs, attempt: str) -> BundleFacts:
+    """What the report shows beyond the replay, from the verified bundle and its inputs."""
+    path = bundle.path
     sha, size = _sha256(path)
-    manifest = opened.manifest or {}
-    sanitization = manifest.get("sanitization") or {}
+    manifest = bundle.manifest
     by_status, samples = _status_counts(inputs)
     sources_cols = ["source_id", "optimization", "origin", "adopted", "evidence", "evidence_limit"]
     sources_table = inputs.table("sources")
@@ -125,16 +120,16 @@ def bundle_facts(
         file_name=path.name,
         sha256=sha,
         size=size,
-        signature_status=opened.report.signature_status,
+        signature_status=bundle.report.signature_status,
         signatures=tuple(
             SignatureRow(s.index, s.keyid_hint, s.valid, s.verified_by)
-            for s in opened.report.signatures
+            for s in bundle.report.signatures
         ),
-        environment={str(k): str(v) for k, v in (manifest.get("environment") or {}).items()},
-        scrubbed=tuple(sanitization.get("scrubbed") or ()),
-        unscrubbed=tuple(sanitization.get("unscrubbed") or ()),
-        members=len(manifest.get("members") or ()),
-        external=tuple(manifest.get("external") or ()),
+        environment=dict(manifest.environment) if manifest else {},
+        scrubbed=manifest.sanitization.scrubbed if manifest else (),
+        unscrubbed=manifest.sanitization.unscrubbed if manifest else (),
+        members=len(manifest.members) if manifest else 0,
+        external=manifest.external if manifest else (),
         sources=tuple(sources_table.select(cols).to_pylist()),
         trials=_trials(inputs, attempt),
         status_by_attempt=by_status,
@@ -152,13 +147,12 @@ def report_model(bundle: VerifiedBundle, result: ReplayResult, *, charts: bool =
         CouldNotRunError: ``charts`` and matplotlib is missing.
         OSError: the bundle file cannot be read (for its SHA-256).
     """
-    inputs = inputs_from_bundle(bundle)
-    facts = bundle_facts(bundle.path, bundle.opened, inputs, result.accepted_attempt)
+    # The inputs the replay decoded: the report reads the same tables, never a second copy.
+    inputs = result.inputs if result.inputs is not None else ReplayInputs.from_bundle(bundle)
+    facts = bundle_facts(bundle, inputs, result.accepted_attempt)
     return build_model(
         result,
         facts,
-        media=None if result.media is None else normalize_media(result.media),
-        rerun=None if result.against is None else normalize_rerun(result.against),
         charts=charts,
         generator=f"reprobundle {__version__} (bundle report)",
     )

@@ -8,49 +8,44 @@ media replay was done, each row says what it found for that file.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from replay.report.html.facts import BundleFacts
 from replay.report.html.sections.common import MAX_ROWS, _bytes
 from replay.report.html.view import Block, Para, Section, Span, Table, cell, rich
 
+if TYPE_CHECKING:  # the media package loads numpy and scipy; a report without it does not
+    from replay.media.result import MediaReplayResult
+
 __all__ = ["artifacts_section"]
 
 
-def _media_locations(media: Mapping[str, Any] | None) -> dict[str, str]:
+def _media_locations(media: MediaReplayResult | None) -> dict[str, str]:
     """sha256 -> what the media replay found for that file."""
     out: dict[str, str] = {}
     if media is None:
         return out
-    for c in media.get("comparisons") or []:
-        if not isinstance(c, Mapping):
-            continue
-        for role in ("baseline", "candidate"):
-            arm = c.get(role)
-            if not isinstance(arm, Mapping):
-                continue
-            loc = arm.get("location")
-            sha = arm.get("sha256")
-            if isinstance(loc, Mapping) and sha:
-                out[str(sha)] = str(loc.get("status", "?"))
+    for c in media.comparisons:
+        for arm in c.arms:
+            if arm.location is not None and arm.sha256:
+                out[arm.sha256] = arm.location.status
     return out
 
 
-def artifacts_section(facts: BundleFacts, media: Mapping[str, Any] | None) -> Section:
-    """The external-artifacts section; ``media`` is the media replay's JSON form, if done."""
+def artifacts_section(facts: BundleFacts, media: MediaReplayResult | None) -> Section:
+    """The external-artifacts section; ``media`` is the media re-score, if one was done."""
     found = _media_locations(media)
     ext = list(facts.external)
     rows = []
     for e in ext[:MAX_ROWS]:
-        seen = found.get(str(e.get("sha256")))
+        seen = found.get(e.sha256)
         rows.append(
             (
-                cell(Span(str(e.get("path", "")), "code")),
-                cell(str(e.get("kind", ""))),
-                cell(_bytes(e.get("bytes")), num=True),
-                cell(Span(str(e.get("sha256", "")), "code")),
-                cell(str(e.get("availability", ""))),
+                cell(Span(e.path, "code")),
+                cell(e.kind),
+                cell(_bytes(e.bytes), num=True),
+                cell(Span(e.sha256, "code")),
+                cell(e.availability),
                 cell(
                     f"media replay: {seen}" if seen else "external: not looked for",
                     "good"
@@ -61,8 +56,8 @@ def artifacts_section(facts: BundleFacts, media: Mapping[str, Any] | None) -> Se
                 ),
             )
         )
-    kinds = Counter(str(e.get("kind")) for e in ext)
-    avail = Counter(str(e.get("availability")) for e in ext)
+    kinds = Counter(e.kind for e in ext)
+    avail = Counter(e.availability for e in ext)
     blocks: list[Block] = [
         Para(
             rich(

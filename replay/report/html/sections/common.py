@@ -1,8 +1,9 @@
 """Formatting shared by the section builders: numbers, status styles, code spans.
 
 Every figure is printed the same way in every section: exact values rounded
-half to even for display only (:func:`_n`), floats in their shortest form
-(:func:`_f`), gate margins as signed decimals (:func:`_margin`). The names keep
+half to even for display only (:func:`~replay.report.fmt.exact_text`), floats
+in their shortest form (:func:`~replay.report.fmt.float_text`), gate margins as
+signed decimals (:func:`_margin`). The names here keep
 their leading underscore: they are helpers of :mod:`replay.report.html.sections`, not
 API of the report.
 """
@@ -14,10 +15,10 @@ from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
 
-from replay.engine.exact import Exact, is_negative, round_half_even
+from replay.engine.exact import Exact, is_negative
+from replay.report.fmt import exact_text
 from replay.report.html.view import Span
-from replay.result import Outcome
-from replay.sections.claims import CONFIRMED, CONTRADICTED, UNVERIFIABLE
+from replay.report.words import CLAIM_STYLE, OUTCOME_STYLE
 
 __all__ = [
     "MAX_ROWS",
@@ -25,42 +26,33 @@ __all__ = [
     "_OUTCOME_STYLE",
     "_STATUS_STYLE",
     "_bytes",
-    "_f",
     "_join_code",
     "_margin",
-    "_n",
     "_pct",
+    "_plain",
     "_status_span",
 ]
 
 MAX_ROWS = 200
 """Longest table the report prints in full; longer ones show the rows that matter."""
 
-_STATUS_STYLE = {CONFIRMED: "good", CONTRADICTED: "bad", UNVERIFIABLE: "warn"}
-_OUTCOME_STYLE = {
-    Outcome.CONFIRMED: "good",
-    Outcome.CONTRADICTED: "bad",
-    Outcome.INTEGRITY_FAILED: "bad",
-    Outcome.UNVERIFIED: "warn",
-    Outcome.NOT_EVIDENCED: "",  # neutral: nothing evidenced is neither a pass nor a failure
-    "CONFIRMED": "good",
-    "CONTRADICTED": "bad",
-    "UNVERIFIED": "warn",
-}
+_STATUS_STYLE = CLAIM_STYLE
+_OUTCOME_STYLE = OUTCOME_STYLE
 NOT_EVIDENCED = "not evidenced"
 
 
 # ----------------------------------------------------------------------------- numbers
 
 
-def _n(value: Exact | int | None, decimals: int = 2) -> str:
-    return "-" if value is None else str(round_half_even(value, decimals))
-
-
-def _f(value: float | None) -> str:
-    if value is None or not math.isfinite(value):
-        return "-" if value is None else str(value)
-    return f"{value:g}"
+def _plain(value: str | float | None) -> str:
+    """A value as short text: ``-`` when missing, a float in 6 significant digits."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.6g}" if math.isfinite(value) else str(value)
+    return str(value)
 
 
 def _margin(m: Fraction) -> str:
@@ -77,7 +69,7 @@ def _pct(value: Exact | None) -> str:
     if value is None:
         return "-"
     sign = "" if is_negative(value) else "+"
-    return f"{sign}{_n(value)} %"
+    return f"{sign}{exact_text(value)} %"
 
 
 # ----------------------------------------------------------------------------- spans

@@ -9,13 +9,14 @@ states each one.
 from __future__ import annotations
 
 from replay.engine.exact import display
+from replay.engine.verdicts import MediaVerdict
+from replay.report.fmt import exact_text
 from replay.report.html.facts import BundleFacts
 from replay.report.html.sections.claim_notes import _claim, _claim_note
 from replay.report.html.sections.common import (
     _OUTCOME_STYLE,
     NOT_EVIDENCED,
     _join_code,
-    _n,
     _pct,
 )
 from replay.report.html.view import (
@@ -52,11 +53,11 @@ def _latency_figures(r: ReplayResult) -> list[KeyFigure]:
         items.append(
             KeyFigure(
                 f"{p.baseline} → {p.candidate}, mean of server means",
-                f"{_n(b.mean_s if b else None)} → {_n(c.mean_s if c else None)} s",
+                f"{exact_text(b.mean_s if b else None)} → {exact_text(c.mean_s if c else None)} s",
             )
         )
-        items.append(KeyFigure("lower latency", f"{_n(p.percent_lower)} %"))
-        items.append(KeyFigure("inverse-latency speedup", f"{_n(p.speedup)}×"))
+        items.append(KeyFigure("lower latency", f"{exact_text(p.percent_lower)} %"))
+        items.append(KeyFigure("inverse-latency speedup", f"{exact_text(p.speedup)}×"))
     return items
 
 
@@ -98,14 +99,10 @@ def _evidence_figures(r: ReplayResult, facts: BundleFacts) -> list[KeyFigure]:
 def _optional_figures(r: ReplayResult) -> list[KeyFigure]:
     """The media re-score and the rerun comparison, when they were done."""
     items: list[KeyFigure] = []
-    if r.media is not None:
-        m = r.media.to_dict()
+    media = r.media_outcome()
+    if media is not None:
         items.append(
-            KeyFigure(
-                "media re-scored",
-                str(m.get("verdict", "")).upper(),
-                style=_OUTCOME_STYLE.get(_media_outcome(r), "warn"),
-            )
+            KeyFigure("media re-scored", str(MediaVerdict.of(media)), style=_OUTCOME_STYLE[media])
         )
     if r.against is not None:
         items.append(
@@ -132,15 +129,6 @@ def _ratio_style(good: int, total: int) -> str:
     return "good" if good == total else "bad"
 
 
-def _media_outcome(r: ReplayResult) -> str:
-    m = r.media
-    if m is None:
-        return ""
-    if m.integrity_failures() or m.failures():
-        return "CONTRADICTED"
-    return "UNVERIFIED" if m.gaps() else "CONFIRMED"
-
-
 # ----------------------------------------------------------------------------- derivation
 
 
@@ -157,7 +145,7 @@ def _derivation(r: ReplayResult) -> list[Block]:
                     rich(
                         f"Server mean of {s.server} (arm {arm.arm}): mean of its {s.n} measured "
                         f"requests with status ok = ",
-                        Span(f"{_n(s.mean_s)} s", "strong"),
+                        Span(f"{exact_text(s.mean_s)} s", "strong"),
                     )
                     + _claim_note(_claim(r, "server_mean_s", {"server": s.server, "arm": arm.arm}))
                 )
@@ -166,15 +154,15 @@ def _derivation(r: ReplayResult) -> list[Block]:
                 # "(1.79) / 1" would dress a single server up as an average of several.
                 head = rich(
                     f"Arm mean of {arm.arm}: its one server's mean = ",
-                    Span(f"{_n(arm.mean_s)} s", "strong"),
+                    Span(f"{exact_text(arm.mean_s)} s", "strong"),
                     " (one server: no spread across servers can be measured)",
                 )
             else:
-                means = " + ".join(_n(m) for m in arm.server_means)
+                means = " + ".join(exact_text(m) for m in arm.server_means)
                 head = rich(
                     f"Arm mean of {arm.arm}: mean of its {len(arm.servers)} server means, "
                     f"({means}) / {len(arm.servers)} = ",
-                    Span(f"{_n(arm.mean_s)} s", "strong"),
+                    Span(f"{exact_text(arm.mean_s)} s", "strong"),
                     " (not the mean of pooled requests: requests on one server are not "
                     "independent trials)",
                 )
@@ -182,16 +170,16 @@ def _derivation(r: ReplayResult) -> list[Block]:
         pair = {"baseline": p.baseline, "candidate": p.candidate}
         steps.append(
             rich(
-                f"Percent lower: (1 − {_n(c.mean_s)} / {_n(b.mean_s)}) × 100 = ",
-                Span(f"{_n(p.percent_lower)} %", "strong"),
+                f"Percent lower: (1 − {exact_text(c.mean_s)} / {exact_text(b.mean_s)}) × 100 = ",
+                Span(f"{exact_text(p.percent_lower)} %", "strong"),
                 f" (exact {display(p.percent_lower) if p.percent_lower is not None else '-'})",
             )
             + _claim_note(_claim(r, "percent_lower", pair))
         )
         steps.append(
             rich(
-                f"Inverse-latency speedup: {_n(b.mean_s)} / {_n(c.mean_s)} = ",
-                Span(f"{_n(p.speedup)}×", "strong"),
+                f"Inverse-latency speedup: {exact_text(b.mean_s)} / {exact_text(c.mean_s)} = ",
+                Span(f"{exact_text(p.speedup)}×", "strong"),
                 f" (exact {display(p.speedup) if p.speedup is not None else '-'})",
             )
             + _claim_note(_claim(r, "speedup", pair))

@@ -6,7 +6,8 @@ arm (:mod:`replay.sections.lifecycle`); the unclean ones are listed with why.
 
 from __future__ import annotations
 
-from replay.report.html.sections.common import NOT_EVIDENCED, _f
+from replay.report.fmt import float_text
+from replay.report.html.sections.common import NOT_EVIDENCED
 from replay.report.html.view import Block, Para, Section, Table, cell, rich
 from replay.result import ReplayResult
 from replay.sections.lifecycle import LifecycleResult
@@ -23,8 +24,8 @@ def _exits_table(lc: LifecycleResult) -> Table:
             cell(str(a.nonzero_code), num=True),
             cell(str(a.signalled), num=True),
             cell(str(a.killed), num=True),
-            cell(_f(a.max_exit_s), num=True),
-            cell(f"{_f(a.term_wait_s)} / {_f(a.kill_wait_s)}", num=True),
+            cell(float_text(a.max_exit_s), num=True),
+            cell(f"{float_text(a.term_wait_s)} / {float_text(a.kill_wait_s)}", num=True),
             cell(str(a.over_term_wait), "bad" if a.over_term_wait else "", num=True),
         )
         for a in lc.arms
@@ -57,7 +58,7 @@ def _unclean_table(lc: LifecycleResult) -> Table:
                 cell(u.worker),
                 cell("-" if u.exit_code is None else str(u.exit_code), num=True),
                 cell(u.signal or "-"),
-                cell(_f(u.exit_s), num=True),
+                cell(float_text(u.exit_s), num=True),
                 cell("; ".join(u.reasons)),
             )
             for u in lc.unclean

@@ -1,19 +1,28 @@
 """The media-replay section: the recorded quality values next to the re-scored ones.
 
-From the media replay's JSON form (:mod:`replay.report.html.jsonform`): the verdict,
-each gate's verdict from the recorded and from the recomputed values, where
-the two differ, and every re-scored comparison. A media result that names
-comparisons this bundle lacks says so: it may be the replay of another bundle.
+From the media re-score of the one result (:class:`~replay.media.result.MediaReplayResult`)
+and its verdict (:meth:`~replay.result.ReplayResult.media_outcome`): each gate's verdict
+from the recorded and from the recomputed values, where the two differ, and every
+re-scored comparison. A media result that names comparisons this bundle lacks says
+so: it may be the replay of another bundle.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
-from replay.report.html.jsonform import _list, _t
-from replay.report.html.sections.common import MAX_ROWS
+from replay.engine.verdicts import MediaVerdict, Outcome
+from replay.report.html.sections.common import MAX_ROWS, _plain
 from replay.report.html.view import Block, Para, Section, Span, Table, cell, rich
+from replay.report.words import verdict_style
+
+if TYPE_CHECKING:  # the media package loads numpy and scipy; a report without it does not
+    from replay.media.result import (
+        ComparisonReplay,
+        Disagreement,
+        MediaGateSummary,
+        MediaReplayResult,
+    )
 
 __all__ = ["MEDIA_LIMITS", "media_section"]
 
@@ -25,31 +34,17 @@ MEDIA_LIMITS = (
 )
 
 
-def _verdict_style(v: str) -> str:
-    v = v.upper()
-    if v in ("PASS", "AGREE", "REPRODUCED", "OK", "ATTESTED"):
-        return "good"
-    if v in ("FAIL", "MISMATCH", "DISAGREE", "NOT REPRODUCED"):
-        return "bad"
-    return "warn"
-
-
-def _gates_table(gates: list[Mapping[str, Any]]) -> Table:
+def _gates_table(gates: list[MediaGateSummary]) -> Table:
     rows = []
     for g in gates:
-        counts = g.get("counts")
-        counts_text = (
-            ", ".join(f"{k} {_t(v)}" for k, v in sorted(counts.items()))
-            if isinstance(counts, Mapping)
-            else "-"
-        )
-        rv = _t(g.get("recomputed_verdict"))
+        counts_text = ", ".join(f"{k} {_plain(v)}" for k, v in sorted(g.counts.items()))
+        rv = g.recomputed_verdict
         rows.append(
             (
-                cell(Span(_t(g.get("gate_id")), "code")),
-                cell(f"{_t(g.get('metric'))} {_t(g.get('op'))} {_t(g.get('threshold'))}"),
-                cell(_t(g.get("recorded_verdict"))),
-                cell(rv, _verdict_style(rv)),
+                cell(Span(g.gate_id, "code")),
+                cell(f"{g.metric} {g.op} {_plain(g.threshold)}"),
+                cell(str(g.recorded_verdict)),
+                cell(str(rv), verdict_style(rv)),
                 cell(counts_text),
             )
         )
@@ -61,19 +56,19 @@ def _gates_table(gates: list[Mapping[str, Any]]) -> Table:
     )
 
 
-def _disagreements(dis: list[Mapping[str, Any]]) -> Block:
+def _disagreements(dis: list[Disagreement]) -> Block:
     if not dis:
         return Para(rich("No disagreement between the record and the replay."))
     return Table(
         ("comparison", "kind", "what", "recorded", "recomputed", "detail"),
         tuple(
             (
-                cell(Span(_t(d.get("comparison_id")), "code")),
-                cell(_t(d.get("kind"))),
-                cell(_t(d.get("name"))),
-                cell(_t(d.get("recorded"))),
-                cell(_t(d.get("recomputed")), "bad"),
-                cell(_t(d.get("detail"))),
+                cell(Span(d.comparison_id, "code")),
+                cell(d.kind),
+                cell(d.name),
+                cell(d.recorded),
+                cell(d.recomputed, "bad"),
+                cell(d.detail),
             )
             for d in dis[:MAX_ROWS]
         ),
@@ -84,27 +79,26 @@ def _disagreements(dis: list[Mapping[str, Any]]) -> Block:
     )
 
 
-def _comparisons_table(comps: list[Mapping[str, Any]]) -> Table:
+def _coverage_text(c: ComparisonReplay) -> str:
+    if not c.coverage:
+        return "-"
+    failed = c.coverage_failures
+    if not failed:
+        return "ok"
+    return "FAIL: " + ", ".join(f"{x.check} [{x.arm}]" for x in failed)
+
+
+def _comparisons_table(comps: list[ComparisonReplay]) -> Table:
     rows = []
     for c in comps[:MAX_ROWS]:
-        cov = _list(c.get("coverage"))
-        failed = [x for x in cov if _t(x.get("status")).upper() == "FAIL"]
-        v = _t(c.get("verdict"))
+        v = c.verdict
         rows.append(
             (
-                cell(Span(_t(c.get("comparison_id")), "code")),
-                cell(v, _verdict_style(v)),
-                cell(_t(c.get("frames_compared")), num=True),
-                cell(
-                    "ok"
-                    if cov and not failed
-                    else "-"
-                    if not cov
-                    else "FAIL: "
-                    + ", ".join(f"{_t(x.get('check'))} [{_t(x.get('arm'))}]" for x in failed),
-                    "bad" if failed else "",
-                ),
-                cell("; ".join(_t(p) for p in (c.get("problems") or [])[:5]) or "-"),
+                cell(Span(c.comparison_id, "code")),
+                cell(str(v), verdict_style(v)),
+                cell(str(c.frames_compared), num=True),
+                cell(_coverage_text(c), "bad" if c.coverage_failures else ""),
+                cell("; ".join(c.problems[:5]) or "-"),
             )
         )
     return Table(
@@ -117,21 +111,26 @@ def _comparisons_table(comps: list[Mapping[str, Any]]) -> Table:
     )
 
 
-def media_section(media: Mapping[str, Any], comparison_ids: set[str]) -> Section:
-    """The media replay section (recorded vs recomputed, per gate and per comparison)."""
-    verdict = _t(media.get("verdict"))
+def media_section(media: MediaReplayResult, outcome: Outcome, comparison_ids: set[str]) -> Section:
+    """The media replay section (recorded vs recomputed, per gate and per comparison).
+
+    ``outcome`` is the media section's verdict as the one result decided it
+    (:meth:`replay.result.ReplayResult.media_outcome`).
+    """
+    verdict = str(MediaVerdict.of(outcome))
+    style = verdict_style(verdict)
     blocks: list[Block] = [
         Para(
             rich(
                 "Media replay verdict ",
-                Span(verdict, _verdict_style(verdict)),
-                f" (exit {_t(media.get('exit_code'))}), on device {_t(media.get('device'))}.",
+                Span(verdict, style),
+                f" (exit {outcome.exit_code}), on device {media.device}.",
             ),
-            _verdict_style(verdict),
+            style,
         )
     ]
-    comps = _list(media.get("comparisons"))
-    foreign = sorted({_t(c.get("comparison_id")) for c in comps} - comparison_ids)
+    comps = media.comparisons
+    foreign = sorted({c.comparison_id for c in comps} - comparison_ids)
     if foreign:
         blocks.append(
             Para(
@@ -144,22 +143,19 @@ def media_section(media: Mapping[str, Any], comparison_ids: set[str]) -> Section
                 "bad",
             )
         )
-    gates = _list(media.get("gates"))
-    if gates:
-        blocks.append(_gates_table(gates))
-    blocks.append(_disagreements(_list(media.get("disagreements"))))
+    if media.gates:
+        blocks.append(_gates_table(media.gates))
+    blocks.append(_disagreements(media.disagreements))
     if comps:
         blocks.append(_comparisons_table(comps))
-    problems = media.get("problems")
-    if isinstance(problems, list) and problems:
+    problems = media.problems
+    if problems:
         blocks.append(
             Table(
                 ("problem",),
-                tuple((cell(_t(p)),) for p in problems[:MAX_ROWS]),
+                tuple((cell(p),) for p in problems[:MAX_ROWS]),
                 caption="What could not be re-scored",
                 row_styles=tuple("warn" for _ in problems[:MAX_ROWS]),
             )
         )
-    return Section(
-        "media", "Media replay", tuple(blocks), MEDIA_LIMITS, verdict, _verdict_style(verdict)
-    )
+    return Section("media", "Media replay", tuple(blocks), MEDIA_LIMITS, verdict, style)

@@ -8,7 +8,8 @@ rows that matter when it is longer than :data:`MAX_ROWS`).
 
 from __future__ import annotations
 
-from replay.report.html.sections.common import MAX_ROWS, NOT_EVIDENCED, _f, _join_code, _margin
+from replay.report.fmt import float_text
+from replay.report.html.sections.common import MAX_ROWS, NOT_EVIDENCED, _join_code, _margin
 from replay.report.html.view import Block, Cell, Para, Section, Span, Steps, Table, cell, rich
 from replay.result import ReplayResult
 from replay.sections.quality import FAIL, PASS, UNATTESTED, GateCheck, GateSummary, QualityResult
@@ -18,9 +19,10 @@ __all__ = ["quality_section"]
 
 def _check_cell(c: GateCheck, closest: bool, equality: bool) -> Cell:
     if equality:
-        text = f"{_f(c.value)} ({'exact' if c.margin == 0 else 'off by ' + _margin(-c.margin)[1:]})"
+        off = "exact" if c.margin == 0 else "off by " + _margin(-c.margin)[1:]
+        text = f"{float_text(c.value)} ({off})"
     else:
-        text = f"{_f(c.value)} ({_margin(c.margin)})"
+        text = f"{float_text(c.value)} ({_margin(c.margin)})"
     if c.verdict == FAIL:
         style = "bad"
     elif c.verdict == UNATTESTED:
@@ -35,7 +37,7 @@ def _check_cell(c: GateCheck, closest: bool, equality: bool) -> Cell:
 
 
 def _gate_rule(g: GateSummary) -> str:
-    return f"{g.gate.metric} {g.gate.op} {_f(g.gate.threshold)}"
+    return f"{g.gate.metric} {g.gate.op} {float_text(g.gate.threshold)}"
 
 
 def _quality_matrix(r: ReplayResult) -> Table:
@@ -114,7 +116,7 @@ def _gates_table(q: QualityResult) -> Table:
                     + (f", {g.unattested} unattested" if g.unattested else ""),
                     num=True,
                 ),
-                cell("-" if c is None else f"{_f(c.value)} ({c.comparison_id})", num=True),
+                cell("-" if c is None else f"{float_text(c.value)} ({c.comparison_id})", num=True),
                 cell(
                     "-"
                     if c is None
@@ -123,7 +125,7 @@ def _gates_table(q: QualityResult) -> Table:
                     else _margin(c.margin),
                     num=True,
                 ),
-                cell("-" if g.gate.warn_within is None else _f(g.gate.warn_within), num=True),
+                cell(float_text(g.gate.warn_within), num=True),
                 cell(flag, "bad" if g.failed else "warn" if flag else ""),
             )
         )
@@ -162,9 +164,10 @@ def _closest_margins(q: QualityResult) -> list[Block]:
     items = tuple(
         rich(
             Span(g.gate.metric, "strong"),
-            f" {_f(g.closest.value)} against the gate {g.gate.op} {_f(g.gate.threshold)}: "
+            f" {float_text(g.closest.value)} against the gate {g.gate.op} "
+            f"{float_text(g.gate.threshold)}: "
             f"margin {_margin(g.closest.margin)}, within the warning band of "
-            f"{_f(g.gate.warn_within)} (comparison {g.closest.comparison_id})",
+            f"{float_text(g.gate.warn_within)} (comparison {g.closest.comparison_id})",
         )
         for g in close
         if g.closest is not None

@@ -1,19 +1,25 @@
 """The rerun section: the sealed run and a rerun side by side, effect by effect.
 
-From the rerun comparison's JSON form (:mod:`replay.report.html.jsonform`): whether
-each effect (speedup) was reproduced within the tolerance, the arm means and
-worker exits of both runs, and the outputs that match the sealed SHA-256. A
-comparison against another sealed campaign says so.
+From the rerun comparison of the one result
+(:class:`~replay.sections.against.RerunComparison`): whether each effect (speedup) was
+reproduced within the tolerance, the arm means and worker exits of both runs, and
+the outputs that match the sealed SHA-256. A comparison against another sealed
+campaign says so.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
-from replay.report.html.jsonform import _list, _map, _t
+from replay.engine.exact import to_double
+from replay.engine.verdicts import Reproduction
+from replay.report.html.sections.common import _plain
 from replay.report.html.view import Block, Cell, Para, Section, Span, Table, cell, rich
+from replay.report.words import reproduction_style
+
+if TYPE_CHECKING:  # the comparison imports the replay front door; the report only reads it
+    from replay.sections.against import Effect, RerunComparison, Side
 
 __all__ = ["RERUN_LIMITS", "rerun_section"]
 
@@ -23,37 +29,36 @@ RERUN_LIMITS = (
 )
 
 
-def _side_means(side: Mapping[str, Any]) -> dict[str, Any]:
-    return {_t(a.get("arm")): a.get("mean_s") for a in _list(side.get("arms"))}
+def _side_means(side: Side) -> dict[str, float | None]:
+    arms = [] if side.stats is None else side.stats.latency.arms
+    return {a.arm: None if a.mean_s is None else to_double(a.mean_s) for a in arms}
 
 
-def _num(x: Any, spec: str) -> str:
-    ok = isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
-    return format(x, spec) if ok else "-"
+def _num(x: float | None, spec: str) -> str:
+    return format(x, spec) if x is not None and math.isfinite(x) else "-"
 
 
-def _reproduced_style(flag: Any) -> str:
-    return "good" if flag is True else "bad" if flag is False else "warn"
-
-
-def _effect_row(e: Mapping[str, Any]) -> tuple[Cell, ...]:
-    sealed = (
-        f"{_num(e.get('sealed_baseline_s'), '.2f')} → {_num(e.get('sealed_candidate_s'), '.2f')}"
-    )
-    rerun = f"{_num(e.get('rerun_baseline_s'), '.2f')} → {_num(e.get('rerun_candidate_s'), '.2f')}"
-    speedups = f"{_num(e.get('sealed_speedup'), '.2f')}× / {_num(e.get('rerun_speedup'), '.2f')}×"
+def _effect_row(e: Effect) -> tuple[Cell, ...]:
+    sealed = f"{_num(e.sealed_baseline_s, '.2f')} → {_num(e.sealed_candidate_s, '.2f')}"
+    rerun = f"{_num(e.rerun_baseline_s, '.2f')} → {_num(e.rerun_candidate_s, '.2f')}"
+    speedups = f"{_num(e.sealed_speedup, '.2f')}× / {_num(e.rerun_speedup, '.2f')}×"
     return (
-        cell(f"{_t(e.get('baseline'))} → {_t(e.get('candidate'))}"),
+        cell(f"{e.baseline} → {e.candidate}"),
         cell(f"{sealed} s", num=True),
         cell(f"{rerun} s", num=True),
         cell(speedups, num=True),
-        cell(_num(e.get("speedup_ratio"), ".3f"), num=True),
-        cell(_t(e.get("verdict")), _reproduced_style(e.get("reproduced"))),
+        cell(_num(e.speedup_ratio, ".3f"), num=True),
+        cell(e.verdict, reproduction_style(Reproduction.of(e.reproduced))),
     )
 
 
-def _sides_table(sealed: Mapping[str, Any], again: Mapping[str, Any], outputs: Any) -> Table:
-    sm, rm = _side_means(sealed), _side_means(again)
+def _exits(side: Side) -> str:
+    lc = side.lifecycle
+    return f"{0 if lc is None else lc.clean}/{0 if lc is None else lc.total}"
+
+
+def _sides_table(c: RerunComparison) -> Table:
+    sm, rm = _side_means(c.sealed), _side_means(c.rerun)
     rows = [
         (
             cell(f"arm mean {a} s"),
@@ -62,20 +67,18 @@ def _sides_table(sealed: Mapping[str, Any], again: Mapping[str, Any], outputs: A
         )
         for a in sorted(set(sm) | set(rm))
     ]
-    lc_s, lc_r = _map(sealed.get("lifecycle")), _map(again.get("lifecycle"))
     rows.append(
         (
             cell("worker exits clean"),
-            cell(f"{_t(lc_s.get('clean'))}/{_t(lc_s.get('total'))}", num=True),
-            cell(f"{_t(lc_r.get('clean'))}/{_t(lc_r.get('total'))}", num=True),
+            cell(_exits(c.sealed), num=True),
+            cell(_exits(c.rerun), num=True),
         )
     )
-    out = _map(outputs)
     rows.append(
         (
             cell("outputs with the sealed SHA-256"),
             cell("-"),
-            cell(f"{_t(out.get('matching'))} of {_t(out.get('compared'))}", num=True),
+            cell(f"{c.outputs_matching} of {c.outputs_compared}", num=True),
         )
     )
     return Table(
@@ -86,32 +89,29 @@ def _sides_table(sealed: Mapping[str, Any], again: Mapping[str, Any], outputs: A
     )
 
 
-def rerun_section(rerun: Mapping[str, Any], campaign_id: str) -> Section:
+def rerun_section(rerun: RerunComparison, campaign_id: str) -> Section:
     """The rerun comparison section (sealed vs rerun, side by side)."""
-    rep = rerun.get("reproduced")
-    word = "reproduced" if rep is True else "NOT reproduced" if rep is False else "not judged"
-    style = _reproduced_style(rep)
-    sealed, again = _map(rerun.get("sealed")), _map(rerun.get("rerun"))
-    tol = rerun.get("tolerance")
-    tol_text = _num(tol * 100, "g") if isinstance(tol, int | float) else "-"
-    plan = "identical" if rerun.get("plan_matches") else "DIFFERENT"
+    word = Reproduction.of(rerun.reproduced)
+    style = reproduction_style(word)
+    sealed, again = rerun.sealed, rerun.rerun
+    plan = "identical" if rerun.plan_matches else "DIFFERENT"
     blocks: list[Block] = [
         Para(
             rich(
                 "Effect ",
-                Span(word, style),
-                f" within a relative tolerance of {tol_text} % on the speedup; plan {plan}; "
-                f"rerun campaign {_t(again.get('campaign_id'))}, "
-                f"attempt {_t(again.get('attempt'))}.",
+                Span(str(word), style),
+                f" within a relative tolerance of {_num(rerun.tolerance * 100, 'g')} % on the "
+                f"speedup; plan {plan}; rerun campaign {again.campaign_id}, "
+                f"attempt {_plain(again.attempt)}.",
             ),
             style,
         )
     ]
-    if _t(sealed.get("campaign_id")) != campaign_id:
+    if sealed.campaign_id != campaign_id:
         blocks.append(
             Para(
                 rich(
-                    f"This comparison is against sealed campaign {_t(sealed.get('campaign_id'))}, "
+                    f"This comparison is against sealed campaign {sealed.campaign_id}, "
                     f"not {campaign_id}: it may belong to another bundle."
                 ),
                 "bad",
@@ -127,12 +127,11 @@ def rerun_section(rerun: Mapping[str, Any], campaign_id: str) -> Section:
                 "ratio",
                 "verdict",
             ),
-            tuple(_effect_row(e) for e in _list(rerun.get("effects"))),
+            tuple(_effect_row(e) for e in rerun.effects),
             caption="Effects, sealed and rerun side by side",
             table_id="rerun-effects-table",
         )
     )
-    blocks.append(_sides_table(sealed, again, rerun.get("outputs")))
-    raw = rerun.get("limits")
-    limits = tuple(_t(x) for x in raw) if isinstance(raw, list) and raw else RERUN_LIMITS
-    return Section("rerun", "Rerun comparison", tuple(blocks), limits, word, style)
+    blocks.append(_sides_table(rerun))
+    limits = rerun.limits or RERUN_LIMITS
+    return Section("rerun", "Rerun comparison", tuple(blocks), limits, str(word), style)

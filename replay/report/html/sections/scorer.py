@@ -46,7 +46,7 @@ def _absent() -> Section:
 
 def _weights_table(weights: list[Mapping[str, Any]], facts: BundleFacts) -> Table:
     """One row per weight file, with its availability as an external artifact."""
-    external = {str(e.get("sha256")): e for e in facts.external}
+    external = {e.sha256: e for e in facts.external}
     rows = []
     for w in weights:
         ext = external.get(str(w.get("sha256")))
@@ -57,7 +57,7 @@ def _weights_table(weights: list[Mapping[str, Any]], facts: BundleFacts) -> Tabl
                 cell(Span(str(w.get("sha256", "")), "code")),
                 cell(_bytes(w.get("bytes")), num=True),
                 cell(
-                    str(ext.get("availability")) if ext else "not listed among external artifacts",
+                    ext.availability if ext else "not listed among external artifacts",
                     "" if ext else "warn",
                 ),
             )
@@ -70,8 +70,8 @@ def _weights_table(weights: list[Mapping[str, Any]], facts: BundleFacts) -> Tabl
     )
 
 
-def scorer_section(r: ReplayResult, facts: BundleFacts, media: Mapping[str, Any] | None) -> Section:
-    """The scorer section; ``media`` is the media replay's JSON form, if one was done."""
+def scorer_section(r: ReplayResult, facts: BundleFacts) -> Section:
+    """The scorer section; with the media re-score's scorer identity when one was done."""
     s = r.quality.scorer
     if s is None:
         return _absent()
@@ -91,14 +91,9 @@ def scorer_section(r: ReplayResult, facts: BundleFacts, media: Mapping[str, Any]
         _weights_table(weights, facts),
     ]
     status, style = "recorded", "good"
-    if media is not None and isinstance(media.get("scorer"), Mapping):
-        ms = media["scorer"]
-        status = str(ms.get("status", "?"))
-        style = "good" if status == "attested" else "warn"
-        blocks.append(
-            Para(
-                rich(f"Media replay: scorer {status}. ", str(ms.get("reason", ""))),
-                style,
-            )
-        )
+    ms = None if r.media is None else r.media.scorer
+    if ms is not None:
+        status = ms.status
+        style = "good" if ms.attested else "warn"
+        blocks.append(Para(rich(f"Media replay: scorer {status}. ", ms.reason), style))
     return Section("scorer", "Scorer identity", tuple(blocks), _LIMITS, status, style)

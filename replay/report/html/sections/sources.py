@@ -7,8 +7,8 @@ profile's effect is re-derived (in the claims), never a source's own
 
 from __future__ import annotations
 
+from replay.report.fmt import float_text
 from replay.report.html.facts import BundleFacts
-from replay.report.html.sections.common import _f
 from replay.report.html.view import Block, Para, Section, Span, Table, cell, rich
 from replay.result import ReplayResult
 
@@ -38,7 +38,9 @@ def sources_section(r: ReplayResult, facts: BundleFacts) -> Section:
                 cell(str(s.get("evidence", ""))),
                 cell(str(s.get("evidence_limit", ""))),
                 cell(
-                    "-" if not isinstance(effect, int | float) else f"{_f(float(effect))} % lower",
+                    f"{float_text(float(effect))} % lower"
+                    if isinstance(effect, int | float)
+                    else "-",
                     num=True,
                 ),
             )

@@ -6,8 +6,9 @@ two arms is printed next to the claim that states it, if any.
 
 from __future__ import annotations
 
+from replay.report.fmt import exact_text, float_text
 from replay.report.html.sections.claim_notes import _claim, _claim_note
-from replay.report.html.sections.common import MAX_ROWS, NOT_EVIDENCED, _f, _n, _pct
+from replay.report.html.sections.common import MAX_ROWS, NOT_EVIDENCED, _pct
 from replay.report.html.view import Block, Para, Section, Span, Table, cell, rich
 from replay.result import ReplayResult
 from replay.sections.telemetry import TelemetryResult
@@ -27,7 +28,7 @@ def _peaks_table(t: TelemetryResult) -> Table | None:
                 cell(p.arm),
                 cell(p.server),
                 cell(p.device),
-                cell(_n(p.peak_mb), num=True),
+                cell(exact_text(p.peak_mb), num=True),
                 cell(str(p.samples), num=True),
             )
             for p in peaks
@@ -59,8 +60,8 @@ def telemetry_section(r: ReplayResult) -> Section:
             cell(str(a.servers), num=True),
             cell(str(a.devices), num=True),
             cell(str(a.samples), num=True),
-            cell(Span(_n(a.mean_peak_mb), "strong"), num=True),
-            cell(_n(a.max_peak_mb), num=True),
+            cell(Span(exact_text(a.mean_peak_mb), "strong"), num=True),
+            cell(exact_text(a.max_peak_mb), num=True),
         )
         for a in t.arms
     )
@@ -68,7 +69,7 @@ def telemetry_section(r: ReplayResult) -> Section:
         Para(
             rich(
                 f"Sampled by {t.source or 'an unrecorded source'}"
-                + (f" every {_f(t.interval_s)} s" if t.interval_s else "")
+                + (f" every {float_text(t.interval_s)} s" if t.interval_s else "")
                 + "; a device's peak is the largest sampled HBM use; an arm's figure is the mean "
                 "of its (server, device) peaks."
             )

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.engine.exact import is_negative, to_double
+from replay.report.fmt import exact_text, float_text
 from replay.report.html.charts import (
     ArmPanel,
     Effect,
@@ -19,7 +20,7 @@ from replay.report.html.charts import (
     latency_chart,
 )
 from replay.report.html.facts import BundleFacts
-from replay.report.html.sections.common import MAX_ROWS, _f, _n
+from replay.report.html.sections.common import MAX_ROWS
 from replay.report.html.view import Block, Chart, Para, Section, Span, Table, cell, rich
 from replay.result import ReplayResult
 from replay.sections.latency import LatencyResult
@@ -64,7 +65,7 @@ def _panels(r: ReplayResult, facts: BundleFacts) -> list[ArmPanel]:
 
 
 def _values(xs: Sequence[float], limit: int = 12) -> str:
-    shown = ", ".join(_f(x) for x in xs[:limit])
+    shown = ", ".join(float_text(x) for x in xs[:limit])
     return shown + (f", … ({len(xs) - limit} more)" if len(xs) > limit else "") if xs else "-"
 
 
@@ -108,7 +109,7 @@ def _effects(r: ReplayResult) -> list[Effect]:
         # The sign from the exact value: a valid but absurd one may be beyond a double.
         lower = p.percent_lower
         sign = "+" if is_negative(lower) or lower == 0 else "−"
-        label = f"{sign}{_n(abs(p.percent_lower))} %  ·  {_n(p.speedup)}×"
+        label = f"{sign}{exact_text(abs(p.percent_lower))} %  ·  {exact_text(p.speedup)}×"
         out.append(Effect(p.baseline, p.candidate, label))
     return out
 
@@ -172,11 +173,11 @@ def _arms_table(lat: LatencyResult) -> Table:
             cell(a.role),
             cell(str(len(a.servers)), num=True),
             cell(str(a.n_requests), num=True),
-            cell(Span(_n(a.mean_s), "strong"), num=True),
-            cell(_n(a.sd_server_means_s), num=True),
-            cell(_n(a.cv_server_means, 4), num=True),
-            cell(_n(a.sd_requests_s), "muted", num=True),
-            cell(_n(a.pooled_mean_s), "muted", num=True),
+            cell(Span(exact_text(a.mean_s), "strong"), num=True),
+            cell(exact_text(a.sd_server_means_s), num=True),
+            cell(exact_text(a.cv_server_means, 4), num=True),
+            cell(exact_text(a.sd_requests_s), "muted", num=True),
+            cell(exact_text(a.pooled_mean_s), "muted", num=True),
         )
         for a in lat.arms
     )

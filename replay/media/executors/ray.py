@@ -1,7 +1,7 @@
 """Media re-scoring on a Ray cluster: one Ray task per comparison (``--executor ray``).
 
 Each task re-scores one comparison with the very code the local executor
-runs (:func:`replay.media.rescore.rescore_comparison`): it reads both media
+runs (:func:`replay.media.pipeline.rescore_comparison`): it reads both media
 files by the path the driver found them at (every node must see the same
 paths; the bytes are re-hashed against the sealed SHA-256 where they are
 read), decodes, measures SSIM/PSNR/audio and, when a gate needs it, LPIPS
@@ -38,6 +38,7 @@ from typing import Any, Final
 from bundler.errors import CouldNotRunError
 from replay.media.bundle_read import ComparisonRow
 from replay.media.execution import RAY, Execution, Retry
+from replay.media.executors import Job
 from replay.media.judge import Attestation
 from replay.media.lpips_attested import (
     AttestedLpips,
@@ -45,7 +46,7 @@ from replay.media.lpips_attested import (
     ScorerIdentity,
     load_attested_lpips,
 )
-from replay.media.rescore import _Context, rescore_comparison, unscored_comparison
+from replay.media.pipeline import Context, rescore_comparison, unscored_comparison
 from replay.media.result import ComparisonReplay
 from replay.media.threads import ThreadPlan, available_cores, plan_threads
 
@@ -121,7 +122,7 @@ def _task(
         else:
             scorer.cpu_threads = plan.torch_threads
             scorer.batch = spec.lpips_batch
-    ctx = _Context(spec.gates, spec.locs, spec.params, scorer, att, plan.decoder_threads)
+    ctx = Context(spec.gates, spec.locs, spec.params, scorer, att, plan.decoder_threads)
     rep = rescore_comparison(cmp, ctx)
     if scorer is None and spec.scorer_doc is not None and att is not spec.attestation:
         rep.problems.append(f"LPIPS unattested {att.reason}")
@@ -149,7 +150,10 @@ class _Ledger:
 
 
 class RayCluster:
-    """A Ray cluster joined for one re-score (and left after it, when joined here)."""
+    """A Ray cluster joined for one re-score (and left after it, when joined here): the
+    :class:`~replay.media.executors.Executor` of ``--executor ray``."""
+
+    remote = True
 
     def __init__(self, ray: Any, *, joined_here: bool, address: str | None, device: str) -> None:
         self.ray = ray
@@ -208,23 +212,20 @@ class RayCluster:
             device="cuda" if device.startswith("cuda") else "cpu",
         )
 
-    def leave(self) -> None:
+    def close(self) -> None:
         """Disconnect (and stop a local cluster) when :meth:`join` connected."""
         if self.joined_here:
             self.ray.shutdown()
 
     def run(
-        self,
-        cmps: Sequence[ComparisonRow],
-        ctx: _Context,
-        *,
-        scorer_doc: Mapping[str, Any] | None,
-        weights_dir: Path | None,
-        lpips_batch: int | None,
-        lpips_tolerance: float,
+        self, cmps: Sequence[ComparisonRow], job: Job
     ) -> tuple[list[ComparisonReplay], Execution]:
         """Every comparison as one task; results in ``cmps``' order, with how they ran."""
         ray = self.ray
+        # The driver's scorer gave the identity only: tasks load their own from the doc.
+        scorer_doc = job.scorer_doc if job.scorer is not None else None
+        weights_dir, lpips_batch = job.weights_dir, job.lpips_batch
+        ctx = Context(job.gates, job.locs, job.params, None, job.attestation, 1, job.emit)
         resources: dict[str, float] = {"num_cpus": 1}
         if scorer_doc is not None and self.device != "cpu":
             resources["num_gpus"] = 1
@@ -292,7 +293,7 @@ class RayCluster:
             RAY,
             self.device,
             plan,
-            lpips_tolerance,
+            job.lpips_tolerance,
             batch,
             next((i["batch_rule"] for i in infos if i["batch_rule"]), ""),
             sorted({t for i in infos for t in i["torch_threads_seen"]}),

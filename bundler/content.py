@@ -1,4 +1,4 @@
-"""Replay's bounds on a verified bundle's content, checked before anything is derived.
+"""A verified bundle's content, read once and checked before any reader derives anything.
 
 A verified bundle is hostile input: a signature says who sealed it, not that its
 content is sane. A few hundred KiB of Parquet can hold 50,000 arms (625 million
@@ -8,22 +8,56 @@ against :class:`bundler.format.container.ContentLimits`, with every limit exceed
 named by member and field (``BundleFormatError``: malformed, exit 1). It reads
 row counts from the Parquet footers and, only once those are within bounds, the
 few columns that the other counts need; never a whole table.
+
+:func:`read_content` is what every reader of a bundle's tables starts from (replay
+through :meth:`replay.inputs.ReplayInputs.from_bundle`, rerun before it copies
+anything): the documents, the content limits, the tables, then the table contract
+seal enforces (:func:`bundler.format.contract.check_bundle_tables`). It lives here,
+below replay, so that rerun (which never imports replay) runs the same checks.
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from bundler.errors import BundleFormatError, Problem
 from bundler.format.container import ContentLimits, Member
-from bundler.format.tables import TABLE_NAMES
-from replay.engine.arrow import flatten_map, pc
+from bundler.format.contract import check_bundle_tables
+from bundler.format.tables import TABLE_NAMES, arrow_schema
+from bundler.verified import VerifiedBundle
 
-__all__ = ["check_content_limits"]
+__all__ = [
+    "CODED_COLUMNS",
+    "RECEIPT_COLUMNS",
+    "BundleContent",
+    "check_content_limits",
+    "read_content",
+]
+
+RECEIPT_COLUMNS = (
+    "request_id",
+    "attempt_id",
+    "arm",
+    "server",
+    "phase",
+    "seq",
+    "start",
+    "end",
+    "e2e_s",
+    "status",
+)
+"""The receipts columns read (and checked): those replay uses; rerun copies a subset of them.
+Hashes, HTTP codes and error text are never read here."""
+CODED_COLUMNS = ("attempt_id", "arm", "server", "phase", "status")
+"""Receipts columns used as dictionary codes: read from Parquet already dictionary-encoded."""
 
 _CAMPAIGN = "campaign.json"
 
@@ -89,11 +123,20 @@ def _value_counts(values: Any) -> dict[str, int]:
     }
 
 
+def _map_keys(column: Any) -> Any:
+    """The keys of every entry of a ``map<string, double>`` column (null maps: none).
+
+    Maps have no flatten kernel of their own; the cast to a list of structs is free
+    (same layout).
+    """
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    as_list: Any = arr.cast(pa.list_(pa.struct([("key", pa.string()), ("value", pa.float64())])))
+    return pc.list_flatten(as_list).field("key")
+
+
 def _gate_checks(gates: Member, comparisons: Member) -> int:
     """Gate evaluations replay would make: per gate, the recorded values of its metric."""
-    _, key_codes, keys, _ = flatten_map(_column(comparisons, "metrics"))
-    per_key = np.bincount(key_codes[key_codes >= 0], minlength=len(keys)).tolist()
-    recorded = dict(zip(keys, per_key, strict=True))
+    recorded = _value_counts(_map_keys(_column(comparisons, "metrics")))
     gated = _value_counts(_column(gates, "metric").combine_chunks())
     return sum(n * recorded.get(metric, 0) for metric, n in gated.items())
 
@@ -172,3 +215,82 @@ def _column_problems(members: Mapping[str, Member], lim: ContentLimits) -> list[
             msg = _over(checks, lim.max_gate_checks, "gate evaluations", "max_gate_checks")
             out.append(Problem("tables/gates.parquet", None, "metric", msg))
     return out
+
+
+@dataclass(frozen=True)
+class BundleContent:
+    """A verified bundle's documents and tables, within the content limits and the contract.
+
+    Attributes:
+        campaign: ``campaign.json`` (empty when absent).
+        plan: the frozen plan ``campaign.json`` names, if the bundle has it.
+        plan_path: its member name (None when the plan is absent).
+        scorer: ``scorer.json``, or None.
+        tables: every table by name (an absent one as an empty table of its schema;
+            receipts only :data:`RECEIPT_COLUMNS`, :data:`CODED_COLUMNS` as dictionaries).
+    """
+
+    campaign: dict[str, Any]
+    plan: dict[str, Any] | None
+    plan_path: str | None
+    scorer: dict[str, Any] | None
+    tables: dict[str, pa.Table]
+
+
+def read_content(bundle: VerifiedBundle) -> BundleContent:
+    """Read and check the documents and tables of ``bundle``, once.
+
+    Raises:
+        BundleFormatError: a document is not a JSON object; or the content is over the
+            content limits (:func:`check_content_limits`); or a table is not readable
+            Parquet or breaks the contract seal enforces
+            (:func:`bundler.format.contract.check_bundle_tables`), each problem located
+            by member, row and field. A signature vouches for who sealed, not for sanity.
+    """
+    name = str(bundle.report.path)
+    campaign = bundle.document("campaign.json") or {}
+    plan_path = campaign.get("plan")
+    plan = bundle.document(plan_path) if isinstance(plan_path, str) else None
+    check_content_limits(bundle.members, campaign, bundle=name)
+    tables = {t: _table(bundle, t) for t in TABLE_NAMES}
+    problems = check_bundle_tables(campaign, tables)
+    if problems:
+        raise BundleFormatError(
+            f"{name}: {len(problems)} table problem(s): the tables break the "
+            "contract seal enforces; refused",
+            problems,
+        )
+    return BundleContent(
+        campaign=campaign,
+        plan=plan,
+        plan_path=plan_path if plan is not None else None,
+        scorer=bundle.document("scorer.json"),
+        tables=tables,
+    )
+
+
+def _table(bundle: VerifiedBundle, name: str) -> pa.Table:
+    path = f"tables/{name}.parquet"
+    member = bundle.members.get(path)
+    if member is None:
+        return arrow_schema(name).empty_table()
+    if name == "receipts":
+        # Receipts are the big table: read only the columns readers use, and the
+        # repeated strings straight as dictionaries (Parquet stores them so).
+        return pq.read_table(
+            io.BytesIO(member.data),
+            columns=list(RECEIPT_COLUMNS),
+            read_dictionary=list(CODED_COLUMNS),
+        )
+    # use_threads=False: tables are small, and pyarrow's thread pool was seen to
+    # abort ("terminate called without an active exception") at interpreter exit.
+    try:
+        with member.open() as fh:
+            return pq.read_table(fh, use_threads=False)
+    except (pa.ArrowException, ValueError) as exc:
+        # ValueError: pyarrow decodes names as UTF-8 (UnicodeDecodeError) and
+        # raises ArrowInvalid, both ValueErrors; ArrowIOError is an OSError.
+        raise BundleFormatError(
+            f"{bundle.report.path}: table {name!r} is not readable Parquet",
+            [Problem(path, None, None, f"{type(exc).__name__}: {exc}")],
+        ) from exc

@@ -1,8 +1,4 @@
-"""``bundle init`` and ``bundle export`` (registered on ``bundle`` by ``reprobundle/cli/main.py``).
-
-Thin commands: :mod:`bundler.campaign.scaffold` writes the skeleton, :mod:`bundler.export`
-verifies and writes the export; here only parsing and printing.
-"""
+"""``bundle export``: verify a bundle, then write its tables and files (:mod:`bundler.export`)."""
 
 from __future__ import annotations
 
@@ -15,6 +11,7 @@ from reprobundle.cli.common import (
     cli_errors,
     emit_json,
     examples,
+    json_option,
     load_trust,
     say,
     trust_options,
@@ -22,14 +19,7 @@ from reprobundle.cli.common import (
     verdict,
 )
 
-__all__ = ["export_command", "init_command"]
-
-INIT_EXIT_HELP = """\b
-Exit codes:
-  0  skeleton written
-  2  DIR exists and is not empty; the campaign id is not valid
-  3  cannot write
-"""
+__all__ = ["EXPORT_EXIT_HELP", "export_command"]
 
 EXPORT_EXIT_HELP = """\b
 Exit codes:
@@ -39,50 +29,6 @@ Exit codes:
   2  DIR exists and is not empty; no --key/--trusted-keys and no --allow-unsigned
   3  cannot read the bundle or write DIR
 """
-
-
-@click.command(
-    name="init",
-    epilog=examples(
-        "bundle init my-campaign                 # then fill in the FILL-IN values",
-        "bundle init runs/h3-kv --id h3-kv-2026 --json",
-    )
-    + INIT_EXIT_HELP,
-)
-@click.argument("directory", type=click.Path(path_type=Path))
-@click.option("--id", "campaign_id", help="Campaign id (default: the folder name).")
-@verbosity_options
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON result on stdout.")
-def init_command(directory: Path, campaign_id: str | None, verbosity: int, as_json: bool) -> None:
-    """Write a campaign skeleton into DIRECTORY: every file, minimal and annotated.
-
-    The skeleton does not seal until you fill it in: `bundle seal` names each
-    FILL-IN value still there (the runtime commits); receipts.jsonl and
-    claims.json start empty. README.md in the skeleton explains every file.
-    """
-    from bundler.campaign.scaffold import scaffold_campaign
-
-    with cli_errors(as_json):
-        res = scaffold_campaign(directory, campaign_id)
-        if as_json:
-            emit_json(
-                {
-                    "ok": True,
-                    "directory": str(res.directory),
-                    "files": res.files,
-                    "to_fill": res.to_fill,
-                }
-            )
-            return
-        say(verdict("CREATED", "good"), f" {res.directory}: {len(res.files)} files")
-        if verbosity <= QUIET:
-            return
-        for f in res.files:
-            say(f"  {f}")
-        say("to fill in before `bundle seal` accepts it:")
-        for item in res.to_fill:
-            say(f"  - {item}")
-        say(f"then: bundle plan check {res.directory / 'plans' / 'plan.json'}")
 
 
 @click.command(
@@ -105,7 +51,7 @@ def init_command(directory: Path, campaign_id: str | None, verbosity: int, as_js
 )
 @trust_options("Export a bundle no trusted key signed (integrity only; EXPORT.json says so).")
 @verbosity_options
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON result on stdout.")
+@json_option
 def export_command(
     bundle: Path,
     directory: Path,
