@@ -274,7 +274,9 @@ def bench_lpips(
         return
     import torch
 
-    from replay.media.lpips_attested import DeviceError, load_attested_lpips, yuv420p_to_rgb
+    from replay.media.colour import yuv420p_to_rgb
+    from replay.media.device import DeviceError
+    from replay.media.lpips_attested import load_attested_lpips
     from replay.media.probe import MediaReader
 
     wdir = _weights(workdir)

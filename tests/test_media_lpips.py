@@ -34,7 +34,9 @@ from bundler.seal import seal_campaign
 from bundler.verified import VerifiedBundle, open_verified
 from replay.engine.verdicts import GateVerdict
 from replay.media import DeviceError, rescore_bundle
-from replay.media.lpips_attested import _no_downloads, load_attested_lpips, yuv420p_to_rgb
+from replay.media.colour import yuv420p_to_rgb
+from replay.media.lpips_attested import load_attested_lpips
+from replay.media.lpips_net import _no_downloads
 from replay.media.probe import MediaReader
 from tests.conftest import make_keys
 

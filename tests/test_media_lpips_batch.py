@@ -29,7 +29,7 @@ from bundler.seal import seal_campaign
 from bundler.verified import VerifiedBundle, open_verified
 from replay.engine.verdicts import decide
 from replay.media import rescore_bundle
-from replay.media.lpips_attested import GPU_BATCH_MAX, cpu_batch, gpu_batch
+from replay.media.lpips_batch import GPU_BATCH_MAX, cpu_batch, gpu_batch
 from tests.conftest import make_keys
 
 ROOT = Path(__file__).resolve().parents[1]

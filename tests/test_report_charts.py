@@ -19,16 +19,13 @@ pytest.importorskip("matplotlib", reason="the charts need matplotlib (the report
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from replay.report.html.charts import (
+from replay.report.html.charts.distribution import (
     ECDF_MARKERS_LIMIT,
-    ArmPanel,
-    Effect,
-    ServerPoints,
     distribution_figure,
     ecdf_points,
-    latency_chart,
-    latency_figure,
 )
+from replay.report.html.charts.latency import latency_chart, latency_figure
+from replay.report.html.charts.marks import ArmPanel, Effect, ServerPoints
 
 # The seed sample's accepted attempt (samples/h3-ref2va-5s/receipts.jsonl, final-2).
 BASE = (

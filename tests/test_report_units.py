@@ -71,12 +71,8 @@ def test_newlines_and_control_characters_cannot_break_lines() -> None:
 
 def test_large_campaigns_draw_every_request_into_one_embedded_image() -> None:
     pytest.importorskip("matplotlib")
-    from replay.report.html.charts import (
-        INDIVIDUAL_MARKS_LIMIT,
-        ArmPanel,
-        ServerPoints,
-        latency_chart,
-    )
+    from replay.report.html.charts.latency import INDIVIDUAL_MARKS_LIMIT, latency_chart
+    from replay.report.html.charts.marks import ArmPanel, ServerPoints
 
     n = INDIVIDUAL_MARKS_LIMIT  # per server: two servers exceed the limit together
     servers = tuple(
@@ -103,7 +99,8 @@ def test_large_campaigns_draw_every_request_into_one_embedded_image() -> None:
 
 def test_charts_are_deterministic_and_prefixed() -> None:
     pytest.importorskip("matplotlib")
-    from replay.report.html.charts import ArmPanel, ServerPoints, latency_chart
+    from replay.report.html.charts.latency import latency_chart
+    from replay.report.html.charts.marks import ArmPanel, ServerPoints
 
     panel = ArmPanel(
         "baseline <b>",

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from replay.media.bundle_read import ComparisonRow
 from replay.media.coverage import FAIL as COVERAGE_FAIL
 from replay.media.definitions import DEFAULT_DEFINITION, DEFINITIONS, canonical
-from replay.media.lpips_attested import LPIPS_DEFINITION
+from replay.media.lpips_identity import LPIPS_DEFINITION
 from replay.media.result import (
     NOT_COMPUTED,
     NOT_RECORDED,

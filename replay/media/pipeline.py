@@ -18,7 +18,7 @@ from replay.media.coverage import FAIL, PASS, CoverageCheck, CoverageParams, che
 from replay.media.definitions import DEFAULT_DEFINITION, DEFINITIONS, canonical
 from replay.media.identity import OK, IdentityError, Location, read_verified
 from replay.media.judge import Attestation, gate_results, metric_checks
-from replay.media.lpips_attested import AttestedLpips
+from replay.media.lpips_net import AttestedLpips
 from replay.media.probe import MediaDecodeError, MediaUnsupportedError
 from replay.media.result import NOT_COMPUTED, ArmMedia, ComparisonReplay, Role
 from replay.media.scoring import Computed, PairScores, score_pair

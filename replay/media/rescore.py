@@ -29,18 +29,15 @@ from bundler.verified import VerifiedBundle
 from replay.media.bundle_read import BundleContent, ComparisonRow, read_bundle
 from replay.media.coverage import coverage_params
 from replay.media.definitions import DEFINITIONS
+from replay.media.device import DeviceError
 from replay.media.execution import LOCAL, RAY
 from replay.media.executors import Executor, Job
 from replay.media.executors.local import LocalExecutor
 from replay.media.identity import locate
 from replay.media.judge import Attestation, disagreements, gate_problems, summaries
-from replay.media.lpips_attested import (
-    LPIPS_DEFINITION,
-    AttestedLpips,
-    DeviceError,
-    ScorerIdentity,
-    load_attested_lpips,
-)
+from replay.media.lpips_attested import load_attested_lpips
+from replay.media.lpips_identity import LPIPS_DEFINITION, ScorerIdentity
+from replay.media.lpips_net import AttestedLpips
 from replay.media.result import MediaProgress, MediaReplayResult
 
 __all__ = ["needs_scorer", "rescore_bundle"]
@@ -146,7 +143,7 @@ def rescore_bundle(
         with its reasons.
 
     Raises:
-        replay.media.lpips_attested.DeviceError: ``device`` is not available,
+        replay.media.device.DeviceError: ``device`` is not available,
             or ``executor``/``lpips_batch`` is invalid (a usage error), raised
             before any media work.
         bundler.errors.BundleFormatError: a gate with an unknown operator.

@@ -22,7 +22,7 @@ from replay.media.coverage import CoverageCheck, CoverageParams
 from replay.media.definitions import DEFINITIONS, canonical
 from replay.media.execution import Execution
 from replay.media.identity import ABSENT, MISMATCH, Location
-from replay.media.lpips_attested import ScorerIdentity
+from replay.media.lpips_identity import ScorerIdentity
 from replay.media.probe import MediaProbe
 
 __all__ = [

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from replay.media.audio import rms_ratio, spectral_cosine
+from replay.media.colour import yuv420p_to_rgb
 from replay.media.definitions import canonical
-from replay.media.lpips_attested import LPIPS_DEFINITION, AttestedLpips, yuv420p_to_rgb
+from replay.media.lpips_identity import LPIPS_DEFINITION
+from replay.media.lpips_net import AttestedLpips
 from replay.media.probe import (
     DecodedMedia,
     MediaDecodeError,

@@ -216,7 +216,7 @@ def run_replay(args: ReplayArgs) -> tuple[VerifiedBundle, ReplayResult]:
     media = None
     device_errors: tuple[type[Exception], ...] = ()
     if args.media_dirs:
-        from replay.media.lpips_attested import DeviceError
+        from replay.media.device import DeviceError
 
         device_errors = (DeviceError,)
         media = MediaRequest(

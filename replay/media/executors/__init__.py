@@ -21,7 +21,7 @@ from replay.media.coverage import CoverageParams
 from replay.media.execution import Execution
 from replay.media.identity import Location
 from replay.media.judge import Attestation
-from replay.media.lpips_attested import AttestedLpips
+from replay.media.lpips_net import AttestedLpips
 from replay.media.result import ComparisonReplay
 from replay.sections.gates import Gate
 

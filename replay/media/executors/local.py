@@ -7,9 +7,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from replay.media.bundle_read import ComparisonRow
+from replay.media.device import check_device
 from replay.media.execution import LOCAL, Execution
 from replay.media.executors import Job
-from replay.media.lpips_attested import check_device
 from replay.media.pipeline import Context, rescore_comparison
 from replay.media.result import ComparisonReplay
 from replay.media.threads import plan_threads
@@ -51,7 +51,7 @@ class LocalExecutor:
         """Use ``device`` for LPIPS.
 
         Raises:
-            replay.media.lpips_attested.DeviceError: ``device`` is not available here.
+            replay.media.device.DeviceError: ``device`` is not available here.
         """
         check_device(device)
         self.device = device

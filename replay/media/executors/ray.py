@@ -37,15 +37,13 @@ from typing import Any, Final
 
 from bundler.errors import CouldNotRunError
 from replay.media.bundle_read import ComparisonRow
+from replay.media.device import DeviceError
 from replay.media.execution import RAY, Execution, Retry
 from replay.media.executors import Job
 from replay.media.judge import Attestation
-from replay.media.lpips_attested import (
-    AttestedLpips,
-    DeviceError,
-    ScorerIdentity,
-    load_attested_lpips,
-)
+from replay.media.lpips_attested import load_attested_lpips
+from replay.media.lpips_identity import ScorerIdentity
+from replay.media.lpips_net import AttestedLpips
 from replay.media.pipeline import Context, rescore_comparison, unscored_comparison
 from replay.media.result import ComparisonReplay
 from replay.media.threads import ThreadPlan, available_cores, plan_threads

@@ -12,13 +12,9 @@ from collections.abc import Sequence
 
 from replay.engine.exact import is_negative, to_double
 from replay.report.fmt import exact_text, float_text
-from replay.report.html.charts import (
-    ArmPanel,
-    Effect,
-    ServerPoints,
-    distribution_chart,
-    latency_chart,
-)
+from replay.report.html.charts.distribution import distribution_chart
+from replay.report.html.charts.latency import latency_chart
+from replay.report.html.charts.marks import ArmPanel, Effect, ServerPoints
 from replay.report.html.facts import BundleFacts
 from replay.report.html.sections.common import MAX_ROWS
 from replay.report.html.view import Block, Chart, Para, Section, Span, Table, cell, rich
