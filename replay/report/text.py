@@ -15,7 +15,8 @@ sequence inside a value therefore never starts a line of its own.
 from __future__ import annotations
 
 from bundler._internal.textsafe import safe
-from replay.report.model import TextSection, TextTable, headline, section_summaries, sections
+from replay.report.model import TextSection, TextTable, headline, sections
+from replay.report.summaries import section_summaries
 from replay.result import UNTRUSTED_NOTE, ReplayResult
 
 __all__ = ["render_lines", "render_text"]
