@@ -28,9 +28,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from bundler._internal.schemas import document_errors
 from bundler.errors import BundleFormatError, Problem
 from bundler.format.container import ContentLimits, Member
 from bundler.format.contract import check_bundle_tables
+from bundler.format.plan_model import Plan
 from bundler.format.tables import TABLE_NAMES, arrow_schema
 from bundler.verified import VerifiedBundle
 
@@ -223,7 +225,8 @@ class BundleContent:
 
     Attributes:
         campaign: ``campaign.json`` (empty when absent).
-        plan: the frozen plan ``campaign.json`` names, if the bundle has it.
+        plan: the frozen plan ``campaign.json`` names, if the bundle has it: checked
+            against the plan schema (as seal checks it) and parsed, once.
         plan_path: its member name (None when the plan is absent).
         scorer: ``scorer.json``, or None.
         tables: every table by name (an absent one as an empty table of its schema;
@@ -231,7 +234,7 @@ class BundleContent:
     """
 
     campaign: dict[str, Any]
-    plan: dict[str, Any] | None
+    plan: Plan | None
     plan_path: str | None
     scorer: dict[str, Any] | None
     tables: dict[str, pa.Table]
@@ -241,7 +244,9 @@ def read_content(bundle: VerifiedBundle) -> BundleContent:
     """Read and check the documents and tables of ``bundle``, once.
 
     Raises:
-        BundleFormatError: a document is not a JSON object; or the content is over the
+        BundleFormatError: a document is not a JSON object; or the frozen plan breaks
+            the plan schema (each problem named by the plan's member and JSON path); or
+            the content is over the
             content limits (:func:`check_content_limits`); or a table is not readable
             Parquet or breaks the contract seal enforces
             (:func:`bundler.format.contract.check_bundle_tables`), each problem located
@@ -250,7 +255,7 @@ def read_content(bundle: VerifiedBundle) -> BundleContent:
     name = str(bundle.report.path)
     campaign = bundle.document("campaign.json") or {}
     plan_path = campaign.get("plan")
-    plan = bundle.document(plan_path) if isinstance(plan_path, str) else None
+    plan = _plan(bundle, plan_path, name) if isinstance(plan_path, str) else None
     check_content_limits(bundle.members, campaign, bundle=name)
     tables = {t: _table(bundle, t) for t in TABLE_NAMES}
     problems = check_bundle_tables(campaign, tables)
@@ -267,6 +272,24 @@ def read_content(bundle: VerifiedBundle) -> BundleContent:
         scorer=bundle.document("scorer.json"),
         tables=tables,
     )
+
+
+def _plan(bundle: VerifiedBundle, path: str, name: str) -> Plan | None:
+    """The frozen plan at ``path``, schema-checked as seal checks a plan, then parsed.
+
+    Every reader of the plan then reads typed fields instead of re-checking them: a
+    plan that breaks the schema is refused here, located, not guessed at later.
+    """
+    doc = bundle.document(path)
+    if doc is None:
+        return None
+    problems = [Problem(path, None, f, m) for f, m in document_errors("plan", doc)]
+    if problems:
+        raise BundleFormatError(
+            f"{name}: the frozen plan {path} breaks the plan schema seal enforces; refused",
+            problems,
+        )
+    return Plan.from_dict(doc, path)
 
 
 def _table(bundle: VerifiedBundle, name: str) -> pa.Table:

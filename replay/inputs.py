@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bundler.content import CODED_COLUMNS, RECEIPT_COLUMNS, read_content
+from bundler.format.plan_model import Plan
 from bundler.verified import VerifiedBundle
 from replay.engine.arrow import (
     BoolArray,
@@ -137,7 +138,8 @@ class ReplayInputs:
 
     Attributes:
         campaign: ``campaign.json``.
-        plan: the frozen plan in force (``campaign.json`` ``plan``), if present.
+        plan: the frozen plan in force (``campaign.json`` ``plan``), if present, parsed
+            after the plan schema check (:func:`bundler.content.read_content`).
         plan_path: its member name.
         scorer: ``scorer.json``, or None when the bundle records no scorer identity.
         tables: every table by name (empty tables included).
@@ -149,7 +151,7 @@ class ReplayInputs:
     """
 
     campaign: Mapping[str, Any]
-    plan: Mapping[str, Any] | None
+    plan: Plan | None
     plan_path: str | None
     scorer: Mapping[str, Any] | None
     tables: Mapping[str, pa.Table]

@@ -74,7 +74,7 @@ def prepare_rerun(bundle: Path | VerifiedBundle, options: RerunOptions) -> Prepa
         str(a["id"]): str(a["runtime_commit"]) for a in sealed.source.campaign.get("arms", [])
     }
     try:
-        schedule = build_schedule(plan, commits)
+        schedule = build_schedule(sealed.typed_plan, commits)
     except PlanShapeError as exc:
         raise UsageError(f"{name}: {exc}") from exc
     request = plan.get("request", {})
@@ -91,7 +91,7 @@ def prepare_rerun(bundle: Path | VerifiedBundle, options: RerunOptions) -> Prepa
         targets=resolve_targets(plan, schedule, options, plan_name=name),
         files=input_files(plan, sealed.bundle, options, plan_name=name),
         check=check_plan(plan, elapsed_s=options.reservation_used_s),
-        estimates=estimate(plan, schedule, sealed.receipts, sealed.sealed_attempt),
+        estimates=estimate(sealed.typed_plan, schedule, sealed.receipts, sealed.sealed_attempt),
         sealed_attempt=sealed.sealed_attempt,
         api=api,
         timing_boundary=str(request.get("timing_boundary", "")),

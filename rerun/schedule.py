@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bundler.campaign.plan_slots import PlanShapeError, PlanSlot, plan_slots
+from bundler.format.plan_model import Plan
 
 __all__ = [
     "PlannedRequest",
@@ -54,10 +55,9 @@ class SlotPlan:
         return self.slot.server
 
 
-def _quality_requests(
-    plan: Mapping[str, Any], payload: Mapping[str, Any], start: int
-) -> list[PlannedRequest]:
-    quality = plan.get("quality")
+def _quality_requests(plan: Plan, payload: Mapping[str, Any], start: int) -> list[PlannedRequest]:
+    # ``quality`` is one of the plan's sections kept as JSON (Plan.unknown).
+    quality = plan.unknown.get("quality")
     prompts = quality.get("prompts") if isinstance(quality, Mapping) else None
     out = []
     for i, q in enumerate(prompts or []):
@@ -71,28 +71,24 @@ def _quality_requests(
     return out
 
 
-def build_schedule(plan: Mapping[str, Any], commits: Mapping[str, str]) -> tuple[SlotPlan, ...]:
-    """The slots of ``plan``; ``commits`` maps each arm id to its runtime commit.
+def build_schedule(plan: Plan, commits: Mapping[str, str]) -> tuple[SlotPlan, ...]:
+    """The slots of ``plan`` (parsed after the plan schema check, so its request,
+    payload and budgets have their types); ``commits`` maps each arm id to its
+    runtime commit.
 
     Raises:
-        PlanShapeError: the plan's order, counts, payload or teardown budgets are
-            malformed, or an arm has no commit.
+        PlanShapeError: the plan's order or counts are malformed, an arm has no
+            teardown budget, or an arm has no commit.
     """
-    request = plan.get("request")
-    if not isinstance(request, Mapping):
-        raise PlanShapeError("request must be an object")
-    payload = request.get("payload") or {}
-    if not isinstance(payload, Mapping):
-        raise PlanShapeError("request.payload must be an object")
-    teardown = plan.get("teardown")
+    payload = plan.request.payload or {}
     out = []
-    for slot in plan_slots(plan):
+    for slot in plan_slots(plan.to_dict()):
         if slot.arm not in commits:
             raise PlanShapeError(
                 f"arm_order names {slot.arm!r}, which is not an arm of the campaign"
             )
-        budget = teardown.get(slot.arm) if isinstance(teardown, Mapping) else None
-        if not isinstance(budget, Mapping):
+        budget = None if plan.teardown is None else plan.teardown.get(slot.arm)
+        if budget is None:
             raise PlanShapeError(f"teardown has no budget for arm {slot.arm!r}")
         reqs = [PlannedRequest("warmup", i, dict(payload)) for i in range(slot.warmups)]
         reqs += [
@@ -106,8 +102,8 @@ def build_schedule(plan: Mapping[str, Any], commits: Mapping[str, str]) -> tuple
                 slot,
                 commits[slot.arm],
                 tuple(reqs),
-                float(budget.get("term_wait_s", 0)),
-                float(budget.get("kill_wait_s", 0)),
+                float(budget.term_wait_s),
+                float(budget.kill_wait_s),
             )
         )
     return tuple(out)
@@ -126,7 +122,7 @@ class SlotEstimate:
 
 
 def estimate(
-    plan: Mapping[str, Any],
+    plan: Plan,
     schedule: Sequence[SlotPlan],
     sealed_receipts: Sequence[Mapping[str, Any]],
     attempt: str | None,
@@ -136,8 +132,7 @@ def estimate(
     The real duration lies between the sum of the sealed request times and
     that sum plus the start-up and teardown budgets.
     """
-    startup = plan.get("startup_budget_s")
-    startup_s = float(startup) if isinstance(startup, int | float) else 0.0
+    startup_s = 0.0 if plan.startup_budget_s is None else float(plan.startup_budget_s)
     out = []
     for sp in schedule:
         rows = [

@@ -16,6 +16,7 @@ from typing import Any
 
 from bundler.content import read_content
 from bundler.errors import Problem, UsageError
+from bundler.format.plan_model import Plan
 from bundler.format.tables import EXTRA_COLUMN
 from bundler.verified import VerifiedBundle, open_verified
 from rerun.client import FilePart
@@ -33,6 +34,8 @@ class SealedRead:
     bundle: VerifiedBundle
     source: SealedSource
     plan: Mapping[str, Any]
+    typed_plan: Plan
+    """``plan`` parsed, after the plan schema check (:func:`bundler.content.read_content`)."""
     sealed_attempt: str | None
     receipts: Sequence[Mapping[str, Any]]
     """attempt_id, server and e2e_s of every sealed receipt (for the duration estimate)."""
@@ -82,12 +85,12 @@ def read_sealed(bundle: VerifiedBundle) -> SealedRead:
     """
     # The rerun copies gates, pairing and receipts from these tables: the same content
     # limits and contract check as replay's (one function), before anything is copied.
-    read_content(bundle)
+    content = read_content(bundle)
     campaign = bundle.document("campaign.json") or {}
     plan_name = str(campaign.get("plan", ""))
     plan_bytes = bundle.member_bytes(plan_name)
     plan = bundle.document(plan_name) if plan_bytes is not None else None
-    if plan is None or plan_bytes is None:
+    if plan is None or plan_bytes is None or content.plan is None:
         raise UsageError(f"{bundle.path}: campaign.json names plan {plan_name!r}, which is absent")
     attempts = table_rows(bundle, "attempts", ["attempt_id", "status"])
     accepted = [a["attempt_id"] for a in attempts if a.get("status") == "accepted"]
@@ -113,7 +116,7 @@ def read_sealed(bundle: VerifiedBundle) -> SealedRead:
             for r in receipts
         },
     )
-    return SealedRead(bundle, source, plan, sealed_attempt, receipts)
+    return SealedRead(bundle, source, plan, content.plan, sealed_attempt, receipts)
 
 
 def _refused(plan_name: str, key: str, rel: str, why: str) -> UsageError:

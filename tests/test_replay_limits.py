@@ -163,7 +163,9 @@ receipts = pq.read_table(io.BytesIO(tables["tables/receipts.parquet"]))
 campaign = {"arms": [
     {"id": "baseline", "role": "baseline"}, {"id": "candidate", "role": "candidate"}
 ]}
-inputs = ReplayInputs(campaign, {"id": "p"}, "plans/p.json", None, {"receipts": receipts})
+from bundler.format.plan_model import Plan, PlanRequest
+plan = Plan("1", "p", PlanRequest("videos-async", "post_to_delete"))
+inputs = ReplayInputs(campaign, plan, "plans/p.json", None, {"receipts": receipts})
 lat = compute_latency(inputs, "a2")
 conf = check_conformance(inputs, "a2", Window(None, None), None)
 print(json.dumps([lat.samples_used, [len(a.servers) for a in lat.arms], len(conf.servers)]))

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from bundler.errors import UsageError
 from bundler.format.container import read_container, write_container
+from bundler.format.plan_model import Plan
 from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
 from reprobundle.cli.plan_cmd import plan_group
@@ -255,7 +256,10 @@ def test_schedule_orders_warmups_measured_then_quality() -> None:
             "render_on": ["candidate-2"],
         }
     )
-    sched = build_schedule(plan, {"baseline": BASELINE_COMMIT, "candidate": CANDIDATE_COMMIT})
+    sched = build_schedule(
+        Plan.from_dict(plan, "plans/p.json"),
+        {"baseline": BASELINE_COMMIT, "candidate": CANDIDATE_COMMIT},
+    )
     assert [(s.arm, s.server, len(s.requests)) for s in sched] == [
         ("baseline", "baseline-1", 3),
         ("candidate", "candidate-1", 3),

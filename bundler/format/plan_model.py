@@ -166,7 +166,7 @@ class Plan(Document):
 
     The fields the schedule, the conformance and lifecycle checks read are typed;
     the plan's other sections (``reservation``, ``telemetry``, ``media``,
-    ``launch``, ``servers``, ``expected_request_s``, ``quality``,
+    ``launch``, ``expected_request_s``, ``quality``,
     ``load_points``) and fields unknown to this version are kept in ``unknown``
     as the JSON they are.
     """
@@ -175,6 +175,7 @@ class Plan(Document):
     id: str
     request: PlanRequest
     arm_order: tuple[str, ...] | None = None
+    servers: tuple[str, ...] | None = None
     warmups_per_server: int | None = None
     measured_per_server: int | None = None
     timeouts: Timeouts | None = None
@@ -188,6 +189,7 @@ class Plan(Document):
         "id",
         "request",
         "arm_order",
+        "servers",
         "warmups_per_server",
         "measured_per_server",
         "timeouts",
@@ -203,16 +205,14 @@ class Plan(Document):
             BundleFormatError: a typed field has another shape (the plan skipped the schema).
         """
         d = obj(doc, where, "(document)")
-        order = optional(d, "arm_order", as_list, where)
-        if order is not None:
-            for i, a in enumerate(order):
-                if not isinstance(a, str):
-                    raise fail(where, f"arm_order.{i}", f"expected a string, found {a!r}")
+        order = _strings(d, "arm_order", where)
+        servers = _strings(d, "servers", where)
         return cls(
             plan_version=str_field(d, "plan_version", where),
             id=str_field(d, "id", where),
             request=PlanRequest.from_dict(d.get("request"), where),
-            arm_order=None if order is None else tuple(order),
+            arm_order=order,
+            servers=servers,
             warmups_per_server=(
                 int_field(d, "warmups_per_server", where) if "warmups_per_server" in d else None
             ),
@@ -234,6 +234,7 @@ class Plan(Document):
             "request": self.request.to_dict(),
         }
         put(out, "arm_order", None if self.arm_order is None else list(self.arm_order))
+        put(out, "servers", None if self.servers is None else list(self.servers))
         put(out, "warmups_per_server", self.warmups_per_server)
         put(out, "measured_per_server", self.measured_per_server)
         put(out, "timeouts", None if self.timeouts is None else self.timeouts.to_dict())
@@ -241,6 +242,17 @@ class Plan(Document):
         put(out, "teardown", None if self.teardown is None else self.teardown.to_dict())
         out.update(copy.deepcopy(dict(self.unknown)))
         return self._ordered(out)
+
+
+def _strings(d: Mapping[str, Any], key: str, where: str) -> tuple[str, ...] | None:
+    """``d[key]`` as a tuple of strings, None when absent."""
+    values = optional(d, key, as_list, where)
+    if values is None:
+        return None
+    for i, v in enumerate(values):
+        if not isinstance(v, str):
+            raise fail(where, f"{key}.{i}", f"expected a string, found {v!r}")
+    return tuple(values)
 
 
 # --------------------------------------------------------------------------- scorer

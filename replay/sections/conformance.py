@@ -12,12 +12,12 @@ is a failed one), warmups before measured requests on each server (by
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from bundler.format.plan_model import Plan
 from replay.engine.arrow import BoolArray, group_reduce
 from replay.inputs import ReplayInputs
 from replay.sections.attempts import Window
@@ -148,11 +148,11 @@ def _server_arms(inputs: ReplayInputs, att: BoolArray) -> tuple[dict[int, str], 
 
 
 def _per_server(
-    plan: Mapping[str, Any], checks: list[ServerCheck], c: _Counts, codes: dict[str, int]
+    plan: Plan, checks: list[ServerCheck], c: _Counts, codes: dict[str, int]
 ) -> list[Deviation]:
     out = []
-    want_w = plan.get("warmups_per_server")
-    want_m = plan.get("measured_per_server")
+    want_w = plan.warmups_per_server
+    want_m = plan.measured_per_server
     for s in checks:
         k = codes[s.server]
         if want_w is not None and s.warmups != want_w:
@@ -202,8 +202,8 @@ def _per_server(
     return out
 
 
-def _order(plan: Mapping[str, Any], checks: list[ServerCheck]) -> list[Deviation]:
-    planned = [str(a) for a in plan.get("arm_order", [])]
+def _order(plan: Plan, checks: list[ServerCheck]) -> list[Deviation]:
+    planned = list(plan.arm_order or ())
     observed = [s.arm for s in checks]
     out = []
     want, got = Counter(planned), Counter(observed)
@@ -228,17 +228,16 @@ def _order(plan: Mapping[str, Any], checks: list[ServerCheck]) -> list[Deviation
     return out
 
 
-def _named_servers(plan: Mapping[str, Any], checks: list[ServerCheck]) -> list[Deviation]:
+def _named_servers(plan: Plan, checks: list[ServerCheck]) -> list[Deviation]:
     """The plan's optional ``servers`` (one name per ``arm_order`` entry) against the receipts.
 
     A plan that names its servers promises which server ran which slot: a named
     server with no timed receipt, a timed server the plan does not name, or a name
     in another slot than planned is a deviation.
     """
-    names = plan.get("servers")
-    if not isinstance(names, list) or not names:
+    if not plan.servers:
         return []
-    planned = [str(n) for n in names]
+    planned = list(plan.servers)
     observed = [s.server for s in checks]
     out = [
         Deviation("servers-named", n, f"the plan names server {n!r}; no timed receipt has it")
@@ -250,7 +249,7 @@ def _named_servers(plan: Mapping[str, Any], checks: list[ServerCheck]) -> list[D
         for n in observed
         if n not in planned
     ]
-    arm_order = [str(a) for a in plan.get("arm_order", [])]
+    arm_order = list(plan.arm_order or ())
     for slot, name in enumerate(planned):
         check = next((c for c in checks if c.server == name), None)
         if check is not None and slot < len(arm_order) and check.arm != arm_order[slot]:
@@ -289,7 +288,7 @@ def _duplicate_seqs(inputs: ReplayInputs, att: BoolArray) -> list[Deviation]:
 
 
 def _warnings(
-    inputs: ReplayInputs, att: BoolArray, plan: Mapping[str, Any], attempt_plan: str | None
+    inputs: ReplayInputs, att: BoolArray, plan: Plan, attempt_plan: str | None
 ) -> list[str]:
     r = inputs.receipts
     out = []
@@ -300,9 +299,8 @@ def _warnings(
             f"{longer} request(s) record e2e_s more than {_E2E_SLACK_S:g} s longer than "
             "their own start-to-end timestamps"
         )
-    limit = plan.get("timeouts", {}).get("request_s")
-    if isinstance(limit, int | float):
-        over = int(np.count_nonzero(att & r.ok & (r.e2e_s > limit)))
+    if plan.timeouts is not None:
+        over = int(np.count_nonzero(att & r.ok & (r.e2e_s > plan.timeouts.request_s)))
         if over:
             out.append(f"{over} ok request(s) took longer than the plan's request timeout")
     if attempt_plan and attempt_plan not in _plan_names(inputs, plan):
@@ -313,10 +311,10 @@ def _warnings(
     return out
 
 
-def _plan_names(inputs: ReplayInputs, plan: Mapping[str, Any]) -> set[str]:
+def _plan_names(inputs: ReplayInputs, plan: Plan) -> set[str]:
     path = inputs.plan_path or ""
     stem = path.rsplit("/", 1)[-1].removesuffix(".json")
-    return {path, stem, str(plan.get("id", ""))}
+    return {path, stem, plan.id}
 
 
 def check_conformance(
@@ -360,11 +358,11 @@ def check_conformance(
     return ConformanceResult(
         attempt=attempt,
         plan_path=inputs.plan_path,
-        plan_id=str(plan.get("id")) if plan.get("id") is not None else None,
-        planned_order=tuple(str(a) for a in plan.get("arm_order", [])),
+        plan_id=plan.id,
+        planned_order=plan.arm_order or (),
         observed_order=tuple(s.arm for s in checks),
-        warmups_per_server=plan.get("warmups_per_server"),
-        measured_per_server=plan.get("measured_per_server"),
+        warmups_per_server=plan.warmups_per_server,
+        measured_per_server=plan.measured_per_server,
         servers=tuple(checks),
         deviations=tuple(deviations),
         warnings=tuple(
@@ -381,15 +379,13 @@ SERVING_LIMITS = (
 )
 
 
-def _serving_conformance(
-    inputs: ReplayInputs, attempt: str, plan: Mapping[str, Any]
-) -> ConformanceResult:
+def _serving_conformance(inputs: ReplayInputs, attempt: str, plan: Plan) -> ConformanceResult:
     assert inputs.serving is not None
-    s = check_serving(inputs.serving, plan, tuple(a.id for a in inputs.arms))
+    s = check_serving(inputs.serving, plan.to_dict(), tuple(a.id for a in inputs.arms))
     return ConformanceResult(
         attempt=attempt,
         plan_path=inputs.plan_path,
-        plan_id=str(plan.get("id")) if plan.get("id") is not None else None,
+        plan_id=plan.id,
         planned_order=(),
         observed_order=(),
         warmups_per_server=None,

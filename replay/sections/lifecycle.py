@@ -9,10 +9,10 @@ budgets come from the frozen plan, per arm: the seed's baseline used matched
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from bundler.format.plan_model import Plan, TeardownBudget
 from replay.engine.arrow import column_numpy, equals, filter_table, is_valid, rows
 from replay.inputs import Codes, ReplayInputs
 
@@ -74,10 +74,11 @@ class LifecycleResult:
         return self.total - self.clean
 
 
-def _budget(plan: Any, arm: str, key: str) -> float | None:
-    td = (plan or {}).get("teardown", {}).get(arm)
-    v = td.get(key) if isinstance(td, dict) else None
-    return float(v) if isinstance(v, int | float) else None
+def _budget(plan: Plan | None, arm: str) -> TeardownBudget | None:
+    """The plan's teardown budget of ``arm`` (None: no plan, or none for the arm)."""
+    if plan is None or plan.teardown is None:
+        return None
+    return plan.teardown.get(arm)
 
 
 def check_lifecycle(inputs: ReplayInputs, attempt: str) -> LifecycleResult:
@@ -92,10 +93,11 @@ def check_lifecycle(inputs: ReplayInputs, attempt: str) -> LifecycleResult:
     exit_s = column_numpy(t, "exit_s", np.float64)
     arm_ids = [a.id for a in inputs.arms]
     # Budgets per arm code, then per row by indexing: no per-row Python.
-    terms = [_budget(inputs.plan, a, "term_wait_s") for a in arm.values]
-    term = np.array([np.nan if v is None else v for v in terms], dtype=np.float64)[arm.codes]
-    kills = [_budget(inputs.plan, a, "kill_wait_s") for a in arm.values]
-    kill = np.array([v or 0.0 for v in kills], dtype=np.float64)[arm.codes]
+    budgets = [_budget(inputs.plan, a) for a in arm.values]
+    term = np.array([np.nan if b is None else b.term_wait_s for b in budgets], dtype=np.float64)
+    term = term[arm.codes]
+    kill = np.array([0.0 if b is None else b.kill_wait_s for b in budgets], dtype=np.float64)
+    kill = kill[arm.codes]
     no_budget = np.isnan(term)
     nonzero = ~has_code | (code != 0)
     over_term = ~no_budget & (exit_s > np.nan_to_num(term))
@@ -104,6 +106,7 @@ def check_lifecycle(inputs: ReplayInputs, attempt: str) -> LifecycleResult:
     arms = []
     for a in arm_ids:
         m = arm.mask(a)
+        budget = _budget(inputs.plan, a)
         arms.append(
             ArmExits(
                 arm=a,
@@ -115,8 +118,8 @@ def check_lifecycle(inputs: ReplayInputs, attempt: str) -> LifecycleResult:
                 over_kill_budget=int((m & over_kill).sum()),
                 killed=int((m & killed).sum()),
                 max_exit_s=float(exit_s[m].max()) if m.any() else None,
-                term_wait_s=_budget(inputs.plan, a, "term_wait_s"),
-                kill_wait_s=_budget(inputs.plan, a, "kill_wait_s"),
+                term_wait_s=None if budget is None else float(budget.term_wait_s),
+                kill_wait_s=None if budget is None else float(budget.kill_wait_s),
             )
         )
     bad = np.flatnonzero(~clean)
@@ -145,5 +148,5 @@ def check_lifecycle(inputs: ReplayInputs, attempt: str) -> LifecycleResult:
         arms=tuple(arms),
         per_server={s: int(c) for s, c in zip(server.values, per_server, strict=True)},
         unclean=tuple(unclean),
-        missing_budgets=tuple(v for v, b in zip(arm.values, terms, strict=True) if b is None),
+        missing_budgets=tuple(v for v, b in zip(arm.values, budgets, strict=True) if b is None),
     )

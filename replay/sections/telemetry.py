@@ -125,7 +125,8 @@ def check_telemetry(inputs: ReplayInputs, attempt: str) -> TelemetryResult:
             mb, mc = by_id[b].mean_peak_mb, by_id[c].mean_peak_mb
             change = (mc / mb - 1) * 100 if mb and mc is not None else None
             pairs.append(PairTelemetry(b, c, change))
-    tel = (inputs.plan or {}).get("telemetry", {})
+    # ``telemetry`` is one of the plan's sections kept as JSON (Plan.unknown).
+    tel = inputs.plan.unknown.get("telemetry", {}) if inputs.plan is not None else {}
     interval = tel.get("interval_s") if isinstance(tel, dict) else None
     source = tel.get("source") if isinstance(tel, dict) else None
     return TelemetryResult(
