@@ -27,12 +27,14 @@ failures and go on; the tests assert on the outcome.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import io
 import json
 import os
 import re
 import shutil
+import signal
 import stat
 import string
 import subprocess
@@ -369,27 +371,51 @@ def run_subprocess(
     ``openat`` and ``connect`` of it and its children."""
     work.joinpath("trace").mkdir(exist_ok=True)
     trace_file = work / "trace" / f"{label.replace(' ', '_')}.strace"
+    rss_file = work / "trace" / "peak_rss_kib"
+    rss_file.unlink(missing_ok=True)  # written afresh by each command's wrapper
     cmd = [sys.executable, "-m", "reprobundle.cli", *argv]
     if strace:
         cmd = ["strace", "-f", "-qq", "-e", "trace=openat,connect", "-o", str(trace_file), *cmd]
     out_f, err_f = work / "trace" / "stdout", work / "trace" / "stderr"
     with out_f.open("wb") as out, err_f.open("wb") as err:
+        # Through a small wrapper: Linux carries the forking process's RSS high-water mark
+        # into a child's ru_maxrss, so measured straight from pytest (often over 1 GiB
+        # late in a run) every command would look that big; the wrapper's own memory is
+        # small, so the command's figure is its own.
         proc = subprocess.Popen(
-            cmd, cwd=work, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-            env={**os.environ, **_env(work)},
+            [sys.executable, "-c", _PEAK_RSS_WRAPPER, str(rss_file), *cmd], cwd=work,
+            stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+            env={**os.environ, **_env(work)}, start_new_session=True,
         )  # fmt: skip
-        timer = threading.Timer(timeout_s, proc.kill)
+        timer = threading.Timer(timeout_s, lambda: _kill_group(proc.pid))
         timer.start()
         try:
-            _, status, usage = os.wait4(proc.pid, 0)
+            proc.wait()
         finally:
             timer.cancel()
-        proc.returncode = os.waitstatus_to_exitcode(status)
+    # None when the wrapper was killed (timeout): no figure, rather than a made-up one.
+    peak_mib = float(rss_file.read_text()) / 1024 if rss_file.exists() else None
     stdout = out_f.read_text("utf-8", "replace")
     stderr = err_f.read_text("utf-8", "replace")
     tb = stderr if "Traceback (most recent call last)" in stderr else None
     trace = trace_file.read_text("utf-8", "replace").splitlines() if strace else []
-    return CliRun(label, proc.returncode, stdout, stderr, tb, usage.ru_maxrss / 1024, trace)
+    return CliRun(label, proc.returncode, stdout, stderr, tb, peak_mib, trace)
+
+
+_PEAK_RSS_WRAPPER = """
+import os, subprocess, sys
+proc = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(proc.pid, 0)
+with open(sys.argv[1], "w") as fh:
+    fh.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+"""Runs a command and writes its peak RSS (KiB, ``wait4``) to the file named first."""
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 def _snapshot(root: Path, work: Path) -> dict[str, tuple[int, int, int]]:
