@@ -226,7 +226,17 @@ def plans(draw: st.DrawFn) -> dict[str, Any]:
             )
             for arm in draw(st.lists(_NAME, max_size=3, unique=True))
         }
-    for key in ("reservation", "quality", "launch", "load_points"):
+    if draw(st.booleans()):
+        r: dict[str, Any] = {"hard_limit_s": draw(_NUM)}
+        for key in ("soft_term_s", "kill_grace_s"):
+            if draw(st.booleans()):
+                r[key] = draw(_NUM)
+        if draw(st.booleans()):
+            r["watchdog_is_failure_boundary"] = draw(st.booleans())
+        if draw(st.booleans()):
+            r["unfinished_arm_evidence"] = draw(_KEY)
+        doc["reservation"] = _with_unknown(r, draw(_UNKNOWN))
+    for key in ("quality", "launch", "load_points"):
         if draw(st.booleans()):
             doc[key] = draw(_JSON)
     return _with_unknown(doc, draw(_UNKNOWN))
