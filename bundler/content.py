@@ -32,7 +32,7 @@ from bundler._internal.schemas import document_errors
 from bundler.errors import BundleFormatError, Problem
 from bundler.format.container import ContentLimits, Member
 from bundler.format.contract import check_bundle_tables
-from bundler.format.plan_model import Plan
+from bundler.format.plan_model import Plan, ScorerDoc
 from bundler.format.tables import TABLE_NAMES, arrow_schema
 from bundler.verified import VerifiedBundle
 
@@ -42,6 +42,7 @@ __all__ = [
     "BundleContent",
     "check_content_limits",
     "read_content",
+    "read_scorer",
 ]
 
 RECEIPT_COLUMNS = (
@@ -228,7 +229,7 @@ class BundleContent:
         plan: the frozen plan ``campaign.json`` names, if the bundle has it: checked
             against the plan schema (as seal checks it) and parsed, once.
         plan_path: its member name (None when the plan is absent).
-        scorer: ``scorer.json``, or None.
+        scorer: ``scorer.json`` checked against the scorer schema and parsed, or None.
         tables: every table by name (an absent one as an empty table of its schema;
             receipts only :data:`RECEIPT_COLUMNS`, :data:`CODED_COLUMNS` as dictionaries).
     """
@@ -236,7 +237,7 @@ class BundleContent:
     campaign: dict[str, Any]
     plan: Plan | None
     plan_path: str | None
-    scorer: dict[str, Any] | None
+    scorer: ScorerDoc | None
     tables: dict[str, pa.Table]
 
 
@@ -269,7 +270,7 @@ def read_content(bundle: VerifiedBundle) -> BundleContent:
         campaign=campaign,
         plan=plan,
         plan_path=plan_path if plan is not None else None,
-        scorer=bundle.document("scorer.json"),
+        scorer=read_scorer(bundle),
         tables=tables,
     )
 
@@ -290,6 +291,27 @@ def _plan(bundle: VerifiedBundle, path: str, name: str) -> Plan | None:
             problems,
         )
     return Plan.from_dict(doc, path)
+
+
+def read_scorer(bundle: VerifiedBundle) -> ScorerDoc | None:
+    """``scorer.json`` schema-checked as seal checks it, then parsed; None when absent.
+
+    Every reader of the scorer identity (replay's quality section, the media
+    re-score, the report) reads typed fields instead of guessing at a hostile shape.
+
+    Raises:
+        BundleFormatError: the document breaks the scorer schema, each problem located.
+    """
+    doc = bundle.document("scorer.json")
+    if doc is None:
+        return None
+    problems = [Problem("scorer.json", None, f, m) for f, m in document_errors("scorer", doc)]
+    if problems:
+        raise BundleFormatError(
+            f"{bundle.report.path}: scorer.json breaks the scorer schema seal enforces; refused",
+            problems,
+        )
+    return ScorerDoc.from_dict(doc)
 
 
 def _table(bundle: VerifiedBundle, name: str) -> pa.Table:

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bundler.content import CODED_COLUMNS, RECEIPT_COLUMNS, read_content
-from bundler.format.plan_model import Plan
+from bundler.format.plan_model import Plan, ScorerDoc
 from bundler.verified import VerifiedBundle
 from replay.engine.arrow import (
     BoolArray,
@@ -141,7 +141,8 @@ class ReplayInputs:
         plan: the frozen plan in force (``campaign.json`` ``plan``), if present, parsed
             after the plan schema check (:func:`bundler.content.read_content`).
         plan_path: its member name.
-        scorer: ``scorer.json``, or None when the bundle records no scorer identity.
+        scorer: ``scorer.json`` parsed after the scorer schema check, or None when the
+            bundle records no scorer identity.
         tables: every table by name (empty tables included).
         serving: the parsed serving sources of a serving campaign (``bundle import``).
         plan_bytes: the plan member's bytes, as sealed (None when absent).
@@ -153,7 +154,7 @@ class ReplayInputs:
     campaign: Mapping[str, Any]
     plan: Plan | None
     plan_path: str | None
-    scorer: Mapping[str, Any] | None
+    scorer: ScorerDoc | None
     tables: Mapping[str, pa.Table]
     serving: ServingData | None = None
     plan_bytes: bytes | None = None

@@ -12,6 +12,7 @@ from typing import Any
 
 from bundler.campaign.plan_check import PlanCheckResult, PlanShapeError, check_plan
 from bundler.errors import UsageError
+from bundler.format.plan_model import Plan
 from bundler.verified import VerifiedBundle
 from rerun.client import FilePart
 from rerun.launcher import expand_command
@@ -29,7 +30,7 @@ class PreparedRerun:
     """Everything resolved before any server is touched."""
 
     source: SealedSource
-    plan: Mapping[str, Any]
+    plan: Plan
     schedule: tuple[SlotPlan, ...]
     targets: tuple[Target, ...]
     files: Mapping[str, FilePart]
@@ -74,27 +75,26 @@ def prepare_rerun(bundle: Path | VerifiedBundle, options: RerunOptions) -> Prepa
         str(a["id"]): str(a["runtime_commit"]) for a in sealed.source.campaign.get("arms", [])
     }
     try:
-        schedule = build_schedule(sealed.typed_plan, commits)
+        schedule = build_schedule(plan, commits)
     except PlanShapeError as exc:
         raise UsageError(f"{name}: {exc}") from exc
-    request = plan.get("request", {})
-    api = str(request.get("api", "videos-async"))
-    poll = _number(request.get("poll_interval_s"))
+    api = plan.request.api
+    poll = None if plan.request.poll_interval_s is None else float(plan.request.poll_interval_s)
     if api == "videos-async" and poll is None:
         raise UsageError(f"{name}: request.poll_interval_s is needed for videos-async")
-    telemetry = plan.get("telemetry")
-    telemetry = telemetry if isinstance(telemetry, Mapping) else {}
+    # ``telemetry`` is one of the sections Plan keeps as JSON; the schema made it an object.
+    telemetry: Mapping[str, Any] = plan.unknown.get("telemetry") or {}
     return PreparedRerun(
         source=sealed.source,
         plan=plan,
         schedule=schedule,
         targets=resolve_targets(plan, schedule, options, plan_name=name),
         files=input_files(plan, sealed.bundle, options, plan_name=name),
-        check=check_plan(plan, elapsed_s=options.reservation_used_s),
-        estimates=estimate(sealed.typed_plan, schedule, sealed.receipts, sealed.sealed_attempt),
+        check=check_plan(plan.to_dict(), elapsed_s=options.reservation_used_s),
+        estimates=estimate(plan, schedule, sealed.receipts, sealed.sealed_attempt),
         sealed_attempt=sealed.sealed_attempt,
         api=api,
-        timing_boundary=str(request.get("timing_boundary", "")),
+        timing_boundary=plan.request.timing_boundary,
         poll_interval_s=poll or 0.0,
         telemetry=options.telemetry or str(telemetry.get("source", "none")),
         telemetry_interval_s=_number(telemetry.get("interval_s")),

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bundler._internal.textsafe import safe
+from bundler.format.plan_model import Plan
 from rerun.client import (
     Deadline,
     DeadlineExceeded,
@@ -76,11 +77,8 @@ class SlotResult:
         }
 
 
-def _num(plan: Mapping[str, Any], *path: str) -> float | None:
-    node: Any = plan
-    for p in path:
-        node = node.get(p) if isinstance(node, Mapping) else None
-    return float(node) if isinstance(node, int | float) and not isinstance(node, bool) else None
+def _num(value: float | None) -> float | None:
+    return None if value is None else float(value)
 
 
 @dataclass(frozen=True)
@@ -96,18 +94,19 @@ class PlanTimes:
     soft_at: float | None  # the reservation's soft TERM, minus what set-up already used
 
     @classmethod
-    def of(cls, plan: Mapping[str, Any], reservation_used_s: float) -> PlanTimes:
+    def of(cls, plan: Plan, reservation_used_s: float) -> PlanTimes:
         """Read the plan's timeouts and reservation, starting the clock now."""
         t0 = time.monotonic()
-        hard = _num(plan, "reservation", "hard_limit_s")
-        soft = _num(plan, "reservation", "soft_term_s") or hard
+        res, to = plan.reservation, plan.timeouts
+        hard = None if res is None else _num(res.hard_limit_s)
+        soft = (None if res is None else _num(res.soft_term_s)) or hard
         return cls(
             t0=t0,
-            request_s=_num(plan, "timeouts", "request_s") or 0.0,
-            wave_s=_num(plan, "timeouts", "wave_s"),
-            arm_s=_num(plan, "timeouts", "arm_s"),
-            startup_s=_num(plan, "startup_budget_s"),
-            grace_s=_num(plan, "reservation", "kill_grace_s") or 0.0,
+            request_s=(None if to is None else _num(to.request_s)) or 0.0,
+            wave_s=None if to is None else _num(to.wave_s),
+            arm_s=None if to is None else _num(to.arm_s),
+            startup_s=_num(plan.startup_budget_s),
+            grace_s=(None if res is None else _num(res.kill_grace_s)) or 0.0,
             soft_at=None if soft is None else t0 - reservation_used_s + soft,
         )
 

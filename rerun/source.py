@@ -33,9 +33,8 @@ class SealedRead:
 
     bundle: VerifiedBundle
     source: SealedSource
-    plan: Mapping[str, Any]
-    typed_plan: Plan
-    """``plan`` parsed, after the plan schema check (:func:`bundler.content.read_content`)."""
+    plan: Plan
+    """The plan in force, schema-checked and parsed once (:func:`bundler.content.read_content`)."""
     sealed_attempt: str | None
     receipts: Sequence[Mapping[str, Any]]
     """attempt_id, server and e2e_s of every sealed receipt (for the duration estimate)."""
@@ -89,8 +88,7 @@ def read_sealed(bundle: VerifiedBundle) -> SealedRead:
     campaign = bundle.document("campaign.json") or {}
     plan_name = str(campaign.get("plan", ""))
     plan_bytes = bundle.member_bytes(plan_name)
-    plan = bundle.document(plan_name) if plan_bytes is not None else None
-    if plan is None or plan_bytes is None or content.plan is None:
+    if plan_bytes is None or content.plan is None:
         raise UsageError(f"{bundle.path}: campaign.json names plan {plan_name!r}, which is absent")
     attempts = table_rows(bundle, "attempts", ["attempt_id", "status"])
     accepted = [a["attempt_id"] for a in attempts if a.get("status") == "accepted"]
@@ -116,7 +114,7 @@ def read_sealed(bundle: VerifiedBundle) -> SealedRead:
             for r in receipts
         },
     )
-    return SealedRead(bundle, source, plan, content.plan, sealed_attempt, receipts)
+    return SealedRead(bundle, source, content.plan, sealed_attempt, receipts)
 
 
 def _refused(plan_name: str, key: str, rel: str, why: str) -> UsageError:
@@ -129,7 +127,7 @@ def _refused(plan_name: str, key: str, rel: str, why: str) -> UsageError:
 
 
 def input_files(
-    plan: Mapping[str, Any],
+    plan: Plan,
     bundle: VerifiedBundle,
     options: RerunOptions,
     *,
@@ -146,9 +144,7 @@ def input_files(
         UsageError: a path is refused, a file is in neither place, or it differs
             from its sealed artifact's SHA-256 (located at ``plan_name``'s field).
     """
-    request = plan.get("request")
-    payload = request.get("payload") if isinstance(request, Mapping) else None
-    payload = payload if isinstance(payload, Mapping) else {}
+    payload = plan.request.payload or {}
     artifacts = {
         r["path"]: r.get("sha256")
         for r in table_rows(bundle, "artifacts", ["path", "sha256"])

@@ -13,6 +13,7 @@ from typing import Any
 
 from bundler._internal.textsafe import safe
 from bundler.errors import Problem, UsageError
+from bundler.format.plan_model import Plan
 from rerun.client import VideoClient, commit_matches
 from rerun.launcher import LaunchError, expand_command
 from rerun.options import RerunOptions
@@ -42,10 +43,9 @@ class Target:
     env: Mapping[str, str] = field(default_factory=dict)
 
 
-def placeholders(sp: SlotPlan, port: str, host: str, plan: Mapping[str, Any]) -> dict[str, str]:
+def placeholders(sp: SlotPlan, port: str, host: str, plan: Plan) -> dict[str, str]:
     """The launch template's placeholder values for slot ``sp``."""
-    request = plan.get("request") if isinstance(plan, Mapping) else None
-    payload = request.get("payload") if isinstance(request, Mapping) else None
+    payload = plan.request.payload
     return {
         "port": port,
         "host": host,
@@ -53,15 +53,20 @@ def placeholders(sp: SlotPlan, port: str, host: str, plan: Mapping[str, Any]) ->
         "server": sp.server,
         "commit": sp.commit,
         "python": sys.executable,
-        "model": str(payload.get("model", "")) if isinstance(payload, Mapping) else "",
+        "model": "" if payload is None else str(payload.get("model", "")),
     }
 
 
+def _launch(plan: Plan) -> Mapping[str, Any]:
+    # ``launch`` is one of the sections Plan keeps as JSON; the schema made it an object.
+    launch = plan.unknown.get("launch")
+    return launch if isinstance(launch, Mapping) else {}
+
+
 def _launch_target(
-    plan: Mapping[str, Any], sp: SlotPlan, options: RerunOptions
+    plan: Plan, sp: SlotPlan, options: RerunOptions
 ) -> tuple[Target | None, str | None]:
-    launch = plan.get("launch")
-    launch = launch if isinstance(launch, Mapping) else {}
+    launch = _launch(plan)
     per_arm = launch.get(sp.arm)
     per_arm = per_arm if isinstance(per_arm, Mapping) else {}
     template = options.launch_command or per_arm.get("command") or launch.get("command")
@@ -114,7 +119,7 @@ def _unsettable(name: str, value: str) -> bool:
 
 
 def check_plan_env(
-    plan: Mapping[str, Any],
+    plan: Plan,
     schedule: Sequence[SlotPlan],
     options: RerunOptions,
     *,
@@ -135,8 +140,7 @@ def check_plan_env(
     """
     if not options.launch:
         return
-    launch = plan.get("launch")
-    launch = launch if isinstance(launch, Mapping) else {}
+    launch = _launch(plan)
     problems: list[Problem] = []
     for arm in dict.fromkeys(sp.arm for sp in schedule):
         per_arm = launch.get(arm)
@@ -165,7 +169,7 @@ def check_plan_env(
 
 
 def resolve_targets(
-    plan: Mapping[str, Any],
+    plan: Plan,
     schedule: Sequence[SlotPlan],
     options: RerunOptions,
     *,

@@ -63,11 +63,18 @@ def hostile_bundle(
     key: Ed25519PrivateKey,
     replace: Mapping[str, bytes],
     campaign_edit: Callable[[dict[str, Any]], None] | None = None,
+    extra_files: Mapping[str, bytes] | None = None,
 ) -> Path:
-    """The sealed mini campaign with ``replace`` members swapped in, re-signed by ``key``."""
+    """The sealed mini campaign with ``replace`` members swapped in, re-signed by ``key``.
+
+    ``extra_files`` are written into the campaign directory before it is sealed.
+    """
     with tempfile.TemporaryDirectory() as d:
         base = Path(d) / "base.bundle"
-        seal_campaign(write_campaign(Path(d) / "c"), base, keys=[key])
+        camp = write_campaign(Path(d) / "c")
+        for name, data in (extra_files or {}).items():
+            (camp / name).write_bytes(data)
+        seal_campaign(camp, base, keys=[key])
         members = {m.name: m.data for m in read_container(base)}
     if campaign_edit is not None:
         doc = json.loads(members["campaign.json"])

@@ -192,6 +192,19 @@ _NUM = st.floats(0.001, 1e6, allow_nan=False) | st.integers(1, 10**6)
 
 
 @st.composite
+def reservations(draw: st.DrawFn) -> dict[str, Any]:
+    r: dict[str, Any] = {"hard_limit_s": draw(_NUM)}
+    for key in ("soft_term_s", "kill_grace_s"):
+        if draw(st.booleans()):
+            r[key] = draw(_NUM)
+    if draw(st.booleans()):
+        r["watchdog_is_failure_boundary"] = draw(st.booleans())
+    if draw(st.booleans()):
+        r["unfinished_arm_evidence"] = draw(_KEY)
+    return _with_unknown(r, draw(_UNKNOWN))
+
+
+@st.composite
 def plans(draw: st.DrawFn) -> dict[str, Any]:
     request: dict[str, Any] = {
         "api": draw(st.sampled_from(["videos-async", "openai-completions"])),
@@ -226,9 +239,10 @@ def plans(draw: st.DrawFn) -> dict[str, Any]:
             )
             for arm in draw(st.lists(_NAME, max_size=3, unique=True))
         }
-    for key in ("reservation", "quality", "launch", "load_points"):
+    sections = (("reservation", reservations()), ("quality", _JSON), ("launch", _JSON))
+    for key, section in (*sections, ("load_points", _JSON)):
         if draw(st.booleans()):
-            doc[key] = draw(_JSON)
+            doc[key] = draw(section)
     return _with_unknown(doc, draw(_UNKNOWN))
 
 

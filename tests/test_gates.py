@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 from bundler.errors import BundleFormatError
+from bundler.format.plan_model import ScorerDoc
 from replay.inputs import ReplayInputs
 from replay.sections.gates import (
     FAIL,
@@ -255,7 +256,11 @@ def inputs(
         campaign={},
         plan=None,
         plan_path=None,
-        scorer={"name": "lpips", "version": "0.1.4", "weights": []} if scorer else None,
+        scorer=(
+            ScorerDoc.from_dict({"name": "lpips", "version": "0.1.4", "weights": []})
+            if scorer
+            else None
+        ),
         tables={
             "gates": pa.Table.from_pylist(
                 full,

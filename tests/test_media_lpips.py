@@ -29,6 +29,8 @@ pytest.importorskip("av")
 import lpips
 import torch
 
+from bundler.content import read_scorer
+from bundler.format.plan_model import ScorerDoc
 from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
 from bundler.verified import VerifiedBundle, open_verified
@@ -149,7 +151,7 @@ def test_attested_lpips_matches_a_bare_forward_pass(bundle: VerifiedBundle, weig
 
 
 def test_identical_frames_have_zero_lpips(bundle: VerifiedBundle, weights: Path) -> None:
-    scorer, ident = load_attested_lpips(bundle.document("scorer.json"), weights)
+    scorer, ident = load_attested_lpips(read_scorer(bundle), weights)
     assert scorer is not None and ident.attested
     f = next(
         iter(MediaReader((SAMPLE / "media/baseline-00.mp4").read_bytes(), chroma=True).frames())
@@ -206,7 +208,10 @@ def test_strict_keys_and_weights_only(weights: Path, tmp_path: Path) -> None:
 
     renamed = {k.replace("features.", "feats."): v for k, v in bb.items()}
     _, ident = load_attested_lpips(
-        scorer_for({"backbone": saved(renamed), "linear": role["linear"]}, tmp_path), tmp_path
+        ScorerDoc.from_dict(
+            scorer_for({"backbone": saved(renamed), "linear": role["linear"]}, tmp_path)
+        ),
+        tmp_path,
     )
     assert ident.status == "unattested"
     assert {w.role: w.status for w in ident.weights}["backbone"] == "bad-layout"
@@ -216,7 +221,8 @@ def test_strict_keys_and_weights_only(weights: Path, tmp_path: Path) -> None:
     d2 = tmp_path / "b"
     d2.mkdir()
     _, ident = load_attested_lpips(
-        scorer_for({"backbone": role["backbone"], "linear": saved(short)}, d2), d2
+        ScorerDoc.from_dict(scorer_for({"backbone": role["backbone"], "linear": saved(short)}, d2)),
+        d2,
     )
     assert ident.status == "unattested"
     assert "lin4.model.1.weight" in ident.reason
@@ -226,7 +232,10 @@ def test_strict_keys_and_weights_only(weights: Path, tmp_path: Path) -> None:
     d3 = tmp_path / "c"
     d3.mkdir()
     _, ident = load_attested_lpips(
-        scorer_for({"backbone": role["backbone"], "linear": saved(wrong_shape)}, d3), d3
+        ScorerDoc.from_dict(
+            scorer_for({"backbone": role["backbone"], "linear": saved(wrong_shape)}, d3)
+        ),
+        d3,
     )
     assert ident.status == "unattested"
     assert "strict load failed" in ident.reason
@@ -235,7 +244,10 @@ def test_strict_keys_and_weights_only(weights: Path, tmp_path: Path) -> None:
     d4 = tmp_path / "d"
     d4.mkdir()
     _, ident = load_attested_lpips(
-        scorer_for({"backbone": saved({"f": Path("x")}), "linear": role["linear"]}, d4), d4
+        ScorerDoc.from_dict(
+            scorer_for({"backbone": saved({"f": Path("x")}), "linear": role["linear"]}, d4)
+        ),
+        d4,
     )
     assert ident.status == "unattested"
     assert "weights_only" in ident.reason
@@ -243,13 +255,13 @@ def test_strict_keys_and_weights_only(weights: Path, tmp_path: Path) -> None:
 
 def test_scorer_identity_refusals(weights: Path) -> None:
     assert load_attested_lpips(None, weights)[1].reason == "the bundle has no scorer.json"
-    _, ident = load_attested_lpips(SCORER, None)
+    _, ident = load_attested_lpips(ScorerDoc.from_dict(SCORER), None)
     assert ident.status == "unattested"
     assert ident.reason == "no directory of scorer weight files was given"
-    _, ident = load_attested_lpips({**SCORER, "version": "0.1.3"}, weights)
+    _, ident = load_attested_lpips(ScorerDoc.from_dict({**SCORER, "version": "0.1.3"}), weights)
     assert ident.status == "unattested"
     assert "0.1.3" in ident.reason
-    _, ident = load_attested_lpips({**SCORER, "net": "vgg"}, weights)
+    _, ident = load_attested_lpips(ScorerDoc.from_dict({**SCORER, "net": "vgg"}), weights)
     assert ident.status == "unattested"
 
 
@@ -267,7 +279,7 @@ def test_downloads_are_impossible_inside_the_scorer() -> None:
 
 def test_an_unavailable_device_is_a_usage_error(weights: Path) -> None:
     with pytest.raises(DeviceError, match="expected cpu"):
-        load_attested_lpips(SCORER, weights, device="tpu")
+        load_attested_lpips(ScorerDoc.from_dict(SCORER), weights, device="tpu")
     if not torch.cuda.is_available():
         with pytest.raises(DeviceError, match="CUDA"):
-            load_attested_lpips(SCORER, weights, device="cuda")
+            load_attested_lpips(ScorerDoc.from_dict(SCORER), weights, device="cuda")

@@ -118,3 +118,48 @@ def test_an_honest_plan_is_read_typed(tmp_path: Path) -> None:
     assert plan.teardown is not None
     budget = plan.teardown.get("candidate")
     assert budget is not None and (budget.term_wait_s, budget.kill_wait_s) == (30, 60)
+
+
+_SCORER = {
+    "name": "lpips",
+    "version": "0.1.4",
+    "net": "alex",
+    "weights": [{"role": "backbone", "file": "w.pth", "sha256": "ab" * 32, "bytes": 7}],
+    "x-note": "kept",
+}
+
+
+def test_an_honest_scorer_is_read_typed_with_its_unknown_fields(tmp_path: Path) -> None:
+    raw = json.dumps(_SCORER).encode()
+    bundle = hostile_bundle(tmp_path / "s.bundle", KEY, {}, extra_files={"scorer.json": raw})
+    scorer = read_content(open_verified(bundle, trust=Trust.keys([KEY.public_key()]))).scorer
+    assert scorer is not None
+    assert (scorer.name, scorer.version, scorer.net) == ("lpips", "0.1.4", "alex")
+    assert [(w.role, w.sha256, w.bytes) for w in scorer.weights] == [("backbone", "ab" * 32, 7)]
+    assert scorer.to_dict() == _SCORER
+
+
+def test_replay_refuses_a_scorer_that_breaks_the_schema(pub: Path, tmp_path: Path) -> None:
+    # A scorer.json whose weight entry has no SHA-256 was once read with .get and shown
+    # as "None"; it is now refused where the bundle is read, located by member and field.
+    bad = {**_SCORER, "weights": [{"role": "backbone", "file": "w.pth"}]}
+    bundle = hostile_bundle(
+        tmp_path / "bad.bundle",
+        KEY,
+        {"scorer.json": json.dumps(bad).encode()},
+        extra_files={"scorer.json": json.dumps(_SCORER).encode()},
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = subprocess.run(
+        [sys.executable, "-m", "reprobundle", "replay", str(bundle), "--key", str(pub), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
+    assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    doc = json.loads(run.stdout)
+    assert "scorer schema" in doc["error"]
+    assert [(p["where"], p["field"]) for p in doc["problems"]] == [("scorer.json", "weights.0")]

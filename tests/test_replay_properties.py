@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bundler.format.plan_model import Plan
+from bundler.format.plan_model import Plan, ScorerDoc
 from bundler.format.tables import rows_to_table
 from bundler.format.trust import SignatureStatus, Trust
 from replay.api import replay_bundle, replay_inputs
@@ -90,7 +90,7 @@ def inputs_of(files: Files, rng: random.Random | None = None) -> ReplayInputs:
         campaign=files.campaign,
         plan=None if files.plan is None else Plan.from_dict(files.plan, "plans/final.json"),
         plan_path="plans/final.json",
-        scorer=files.scorer,
+        scorer=None if files.scorer is None else ScorerDoc.from_dict(files.scorer),
         tables=tables,
     )
 

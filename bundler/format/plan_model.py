@@ -24,6 +24,7 @@ from bundler.format.docfields import (
 __all__ = [
     "Plan",
     "PlanRequest",
+    "PlanReservation",
     "ScorerDoc",
     "ScorerWeight",
     "Teardown",
@@ -161,11 +162,66 @@ class Teardown:
 
 
 @dataclass(frozen=True)
+class PlanReservation(Document):
+    """``reservation``: the device reservation (seconds from its start), its declared boundary."""
+
+    hard_limit_s: float
+    soft_term_s: float | None = None
+    kill_grace_s: float | None = None
+    watchdog_is_failure_boundary: bool | None = None
+    unfinished_arm_evidence: str | None = None
+    unknown: Mapping[str, Any] = field(default_factory=dict)
+    key_order: tuple[str, ...] = field(default=(), repr=False, compare=False)
+
+    _KEYS = (
+        "hard_limit_s",
+        "soft_term_s",
+        "kill_grace_s",
+        "watchdog_is_failure_boundary",
+        "unfinished_arm_evidence",
+    )
+
+    @classmethod
+    def from_dict(cls, doc: Any, where: str) -> PlanReservation:
+        """Parse ``reservation``."""
+        d = obj(doc, where, "reservation")
+        p = "reservation."
+        boundary = d.get("watchdog_is_failure_boundary")
+        if "watchdog_is_failure_boundary" in d and not isinstance(boundary, bool):
+            raise fail(
+                where, p + "watchdog_is_failure_boundary", f"expected a boolean, found {boundary!r}"
+            )
+        return cls(
+            hard_limit_s=number(d.get("hard_limit_s"), where, p + "hard_limit_s"),
+            soft_term_s=optional(d, "soft_term_s", number, where, p),
+            kill_grace_s=optional(d, "kill_grace_s", number, where, p),
+            watchdog_is_failure_boundary=boundary,
+            unfinished_arm_evidence=(
+                str_field(d, "unfinished_arm_evidence", where, p)
+                if "unfinished_arm_evidence" in d
+                else None
+            ),
+            unknown=unknown_fields(d, cls._KEYS),
+            key_order=tuple(d),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """``reservation`` as JSON, unknown fields included."""
+        out: dict[str, Any] = {"hard_limit_s": self.hard_limit_s}
+        put(out, "soft_term_s", self.soft_term_s)
+        put(out, "kill_grace_s", self.kill_grace_s)
+        put(out, "watchdog_is_failure_boundary", self.watchdog_is_failure_boundary)
+        put(out, "unfinished_arm_evidence", self.unfinished_arm_evidence)
+        out.update(copy.deepcopy(dict(self.unknown)))
+        return self._ordered(out)
+
+
+@dataclass(frozen=True)
 class Plan(Document):
     """A frozen plan (``plans/<path>.json``; ``specs/schemas/plan.schema.json``).
 
-    The fields the schedule, the conformance and lifecycle checks read are typed;
-    the plan's other sections (``reservation``, ``telemetry``, ``media``,
+    The fields the schedule, the rerun, the conformance and lifecycle checks read
+    are typed; the plan's other sections (``telemetry``, ``media``,
     ``launch``, ``expected_request_s``, ``quality``,
     ``load_points``) and fields unknown to this version are kept in ``unknown``
     as the JSON they are.
@@ -181,6 +237,7 @@ class Plan(Document):
     timeouts: Timeouts | None = None
     startup_budget_s: float | None = None
     teardown: Teardown | None = None
+    reservation: PlanReservation | None = None
     unknown: Mapping[str, Any] = field(default_factory=dict)
     key_order: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
@@ -195,6 +252,7 @@ class Plan(Document):
         "timeouts",
         "startup_budget_s",
         "teardown",
+        "reservation",
     )
 
     @classmethod
@@ -222,6 +280,9 @@ class Plan(Document):
             timeouts=Timeouts.from_dict(d["timeouts"], where) if "timeouts" in d else None,
             startup_budget_s=optional(d, "startup_budget_s", number, where),
             teardown=Teardown.from_dict(d["teardown"], where) if "teardown" in d else None,
+            reservation=(
+                PlanReservation.from_dict(d["reservation"], where) if "reservation" in d else None
+            ),
             unknown=unknown_fields(d, cls._KEYS),
             key_order=tuple(d),
         )
@@ -240,6 +301,7 @@ class Plan(Document):
         put(out, "timeouts", None if self.timeouts is None else self.timeouts.to_dict())
         put(out, "startup_budget_s", self.startup_budget_s)
         put(out, "teardown", None if self.teardown is None else self.teardown.to_dict())
+        put(out, "reservation", None if self.reservation is None else self.reservation.to_dict())
         out.update(copy.deepcopy(dict(self.unknown)))
         return self._ordered(out)
 

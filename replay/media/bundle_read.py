@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bundler.content import read_scorer
+from bundler.format.plan_model import ScorerDoc
 from bundler.verified import VerifiedBundle
 from replay.media.identity import ArtifactRef
 from replay.sections.gates import Gate
@@ -39,7 +41,7 @@ class BundleContent:
     gates: list[Gate]
     artifacts: list[ArtifactRef]
     plan: dict[str, Any] | None
-    scorer: dict[str, Any] | None
+    scorer: ScorerDoc | None
     """``scorer.json``: the recorded identity of the model a model-based metric needs."""
 
 
@@ -116,5 +118,5 @@ def read_bundle(bundle: VerifiedBundle) -> BundleContent:
             if a.get("sha256")
         ],
         plan=_plan(bundle),
-        scorer=bundle.document("scorer.json"),
+        scorer=read_scorer(bundle),
     )

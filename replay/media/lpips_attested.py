@@ -29,10 +29,10 @@ puts together: :mod:`replay.media.lpips_weights` (step 1),
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from bundler.format.plan_model import ScorerDoc
 from replay.media.device import resolve_device
 from replay.media.lpips_identity import ATTESTED, UNATTESTED, ScorerIdentity, WeightUse
 from replay.media.lpips_net import AttestedLpips, build_network
@@ -49,22 +49,21 @@ def _version(dist: str) -> str | None:
 
 
 def _unattested(
-    scorer: Mapping[str, Any] | None, reason: str, weights: list[WeightUse], **kw: Any
+    scorer: ScorerDoc | None, reason: str, weights: list[WeightUse], **kw: Any
 ) -> tuple[None, ScorerIdentity]:
-    s = scorer or {}
     return None, ScorerIdentity(
         UNATTESTED,
         reason,
-        s.get("name"),
-        s.get("version"),
-        s.get("net"),
+        None if scorer is None else scorer.name,
+        None if scorer is None else scorer.version,
+        None if scorer is None else scorer.net,
         weights=weights,
         **kw,
     )
 
 
 def load_attested_lpips(
-    scorer: Mapping[str, Any] | None,
+    scorer: ScorerDoc | None,
     weights_dir: Path | None,
     device: str = "cpu",
     *,
@@ -107,8 +106,8 @@ def load_attested_lpips(
         "torch_version": str(torch.__version__),
         "torchvision_version": _version("torchvision"),
     }
-    want_version = scorer.get("version")
-    if want_version is not None and versions["package_version"] != str(want_version):
+    want_version = scorer.version
+    if versions["package_version"] != want_version:
         return _unattested(
             scorer,
             f"scorer.json records lpips {want_version}, lpips "
@@ -125,9 +124,9 @@ def load_attested_lpips(
     identity = ScorerIdentity(
         ATTESTED,
         "every weight verified by SHA-256 and loaded with strict key checks",
-        str(scorer.get("name")),
-        None if want_version is None else str(want_version),
-        str(scorer.get("net", "alex")),
+        scorer.name,
+        want_version,
+        "alex" if scorer.net is None else scorer.net,
         package_version=versions["package_version"],
         torch_version=versions["torch_version"],
         torchvision_version=versions["torchvision_version"],

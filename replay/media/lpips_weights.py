@@ -14,6 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from bundler.format.plan_model import ScorerDoc
 from replay.media.identity import OK, ArtifactRef, IdentityError, locate, read_verified
 from replay.media.lpips_identity import WeightUse
 
@@ -53,7 +54,7 @@ class Refused(Exception):
 
 
 def locate_weights(
-    scorer: Mapping[str, Any], weights_dir: Path | None, jobs: int | None
+    scorer: ScorerDoc, weights_dir: Path | None, jobs: int | None
 ) -> list[WeightUse]:
     """The weight files ``scorer`` names, each found in ``weights_dir`` by SHA-256.
 
@@ -61,21 +62,11 @@ def locate_weights(
         Refused: an unsupported scorer, a role without weights, no directory, or a
             file not found (or found with another digest).
     """
-    name, net = scorer.get("name"), scorer.get("net", "alex")
+    name, net = scorer.name, "alex" if scorer.net is None else scorer.net
     if name != "lpips" or net != "alex":
         raise Refused(f"scorer {name!r} net {net!r}: only lpips with net alex is supported", [])
-    entries = [w for w in scorer.get("weights") or [] if isinstance(w, Mapping)]
-    by_role = {str(w.get("role")): w for w in entries}
-    uses = [
-        WeightUse(
-            str(w.get("role")),
-            str(w.get("file")),
-            str(w.get("sha256")),
-            w.get("bytes") if isinstance(w.get("bytes"), int) else None,
-            "not-looked-for",
-        )
-        for w in entries
-    ]
+    by_role = {w.role: w for w in scorer.weights}
+    uses = [WeightUse(w.role, w.file, w.sha256, w.bytes, "not-looked-for") for w in scorer.weights]
     missing_roles = [r for r in ("backbone", "linear") if r not in by_role]
     if missing_roles:
         raise Refused(f"scorer.json names no weights for role(s) {', '.join(missing_roles)}", uses)

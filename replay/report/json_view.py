@@ -208,7 +208,7 @@ def _quality(r: ReplayResult) -> dict[str, Any]:
     return {
         "attempt": q.attempt,
         "scorer_attested": q.scorer_attested,
-        "scorer": None if q.scorer is None else dict(q.scorer),
+        "scorer": None if q.scorer is None else q.scorer.to_dict(),
         "comparisons": {
             "total": q.comparisons_total,
             "passed": q.comparisons_passed,

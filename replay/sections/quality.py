@@ -19,14 +19,13 @@ recorded value.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from bundler.format.plan_model import ScorerDoc
 from replay.engine.arrow import IntArray, equals, filter_table, flatten_map, rows
 from replay.engine.exact import fraction_of
 from replay.inputs import ReplayInputs
@@ -91,7 +90,7 @@ class QualityResult:
     """Every gate check of one attempt and the comparison verdicts."""
 
     attempt: str
-    scorer: Mapping[str, Any] | None
+    scorer: ScorerDoc | None
     comparisons_total: int
     comparisons_passed: int
     comparisons_failed: int
@@ -123,7 +122,7 @@ def _gates(inputs: ReplayInputs) -> list[Gate]:
     return [Gate.from_row(g) for g in rows(inputs.table("gates"), cols)]
 
 
-def _limits(scorer: Mapping[str, Any] | None, gates: list[Gate]) -> tuple[str, ...]:
+def _limits(scorer: ScorerDoc | None, gates: list[Gate]) -> tuple[str, ...]:
     out = [
         "Verdicts are re-derived from the recorded metric values: media not re-scored "
         "(that needs the raw media, which stays outside the bundle).",
@@ -139,8 +138,8 @@ def _limits(scorer: Mapping[str, Any] | None, gates: list[Gate]) -> tuple[str, .
             )
     else:
         out.append(
-            f"Scorer identity recorded ({scorer.get('name')} {scorer.get('version')}, "
-            f"{len(scorer.get('weights', []))} weight file(s) by SHA-256); the weights "
+            f"Scorer identity recorded ({scorer.name} {scorer.version}, "
+            f"{len(scorer.weights)} weight file(s) by SHA-256); the weights "
             "themselves were not re-hashed at this level."
         )
     for g in needing:

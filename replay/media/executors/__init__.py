@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
+from bundler.format.plan_model import ScorerDoc
 from replay.media.bundle_read import ComparisonRow
 from replay.media.coverage import CoverageParams
 from replay.media.execution import Execution
@@ -42,7 +43,7 @@ class Job:
     params: CoverageParams
     attestation: Attestation
     scorer: AttestedLpips | None
-    scorer_doc: Mapping[str, Any] | None
+    scorer_doc: ScorerDoc | None
     weights_dir: Path | None
     lpips_batch: int | None
     lpips_tolerance: float

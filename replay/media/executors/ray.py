@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from bundler.errors import CouldNotRunError
+from bundler.format.plan_model import ScorerDoc
 from replay.media.bundle_read import ComparisonRow
 from replay.media.device import DeviceError
 from replay.media.execution import RAY, Execution, Retry
@@ -70,7 +71,7 @@ class _TaskSpec:
     locs: Mapping[str, Any]
     params: Any
     attestation: Attestation
-    scorer_doc: Mapping[str, Any] | None
+    scorer_doc: ScorerDoc | None
     weights_dir: str | None
     device: str
     lpips_batch: int | None
@@ -82,7 +83,7 @@ _SCORERS: dict[tuple[str, str, str], tuple[AttestedLpips | None, ScorerIdentity]
 
 def _worker_scorer(spec: _TaskSpec) -> tuple[AttestedLpips | None, ScorerIdentity]:
     assert spec.scorer_doc is not None
-    digests = ",".join(sorted(str(w.get("sha256")) for w in spec.scorer_doc.get("weights") or []))
+    digests = ",".join(sorted(w.sha256 for w in spec.scorer_doc.weights))
     key = (digests, str(spec.weights_dir), spec.device)
     if key not in _SCORERS:
         wdir = Path(spec.weights_dir) if spec.weights_dir else None

@@ -7,9 +7,9 @@ at hand matched (attested) or not.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Sequence
 
+from bundler.format.plan_model import ScorerWeight
 from replay.report.html.facts import BundleFacts
 from replay.report.html.sections.common import _bytes
 from replay.report.html.view import Block, Para, Section, Span, Table, cell, rich
@@ -44,18 +44,18 @@ def _absent() -> Section:
     )
 
 
-def _weights_table(weights: list[Mapping[str, Any]], facts: BundleFacts) -> Table:
+def _weights_table(weights: Sequence[ScorerWeight], facts: BundleFacts) -> Table:
     """One row per weight file, with its availability as an external artifact."""
     external = {e.sha256: e for e in facts.external}
     rows = []
     for w in weights:
-        ext = external.get(str(w.get("sha256")))
+        ext = external.get(w.sha256)
         rows.append(
             (
-                cell(str(w.get("role", ""))),
-                cell(Span(str(w.get("file", "")), "code")),
-                cell(Span(str(w.get("sha256", "")), "code")),
-                cell(_bytes(w.get("bytes")), num=True),
+                cell(w.role),
+                cell(Span(w.file, "code")),
+                cell(Span(w.sha256, "code")),
+                cell(_bytes(w.bytes), num=True),
                 cell(
                     ext.availability if ext else "not listed among external artifacts",
                     "" if ext else "warn",
@@ -75,20 +75,16 @@ def scorer_section(r: ReplayResult, facts: BundleFacts) -> Section:
     s = r.quality.scorer
     if s is None:
         return _absent()
-    raw = s.get("weights")
-    weights: list[Mapping[str, Any]] = (
-        [w for w in raw if isinstance(w, Mapping)] if isinstance(raw, list) else []
-    )
     blocks: list[Block] = [
         Para(
             rich(
                 "Scorer ",
-                Span(f"{s.get('name')} {s.get('version')}", "strong"),
-                f", network {s.get('net', '-')}, identified by the SHA-256 of "
-                f"{len(weights)} weight file(s).",
+                Span(f"{s.name} {s.version}", "strong"),
+                f", network {'-' if s.net is None else s.net}, identified by the SHA-256 of "
+                f"{len(s.weights)} weight file(s).",
             )
         ),
-        _weights_table(weights, facts),
+        _weights_table(s.weights, facts),
     ]
     status, style = "recorded", "good"
     ms = None if r.media is None else r.media.scorer
