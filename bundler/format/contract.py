@@ -326,7 +326,7 @@ def _claim_checks(views: _Views, arms: set[str]) -> list[Problem]:
             continue  # the field check already named it
         found = _claim_param_checks(stat, params, arms, metrics)
         if c.get("unit") is not None and c.get("unit") not in stat.units:
-            found.append(("unit", f"{stat.name} is stated in {stat.units}"))
+            found.append(("unit", f"{stat.name} is stated in {' or '.join(stat.units)}"))
         bad_decimals = _decimals_check(c.get("value"), c.get("decimals"))
         if bad_decimals:
             found.append(("decimals", bad_decimals))
@@ -525,7 +525,11 @@ def _small_rows(table: pa.Table, props: Mapping[str, Any]) -> list[dict[str, Any
         for c in objects:
             if isinstance(r[c], str):
                 # Unparsable text stays text: the field check named it, the cross checks skip it.
-                r[c] = _object_value(r[c])[0] or r[c]
+                # An empty object is a parsed value too (``{}`` is falsy): keeping its
+                # text would let the claim checks skip the row as "already named".
+                parsed = _object_value(r[c])[0]
+                if parsed is not None:
+                    r[c] = parsed
         for c in maps:
             if r[c] is not None:
                 r[c] = dict(r[c])

@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
@@ -78,6 +78,18 @@ def matplotlib_figures() -> Iterator[type[Figure]]:
         # box; the warning would only reach the user's terminal.
         warnings.simplefilter("ignore")
         yield Figure
+
+
+DRAWABLE_MAX = 1e300
+"""The largest magnitude a chart axis takes. The table contract allows any finite value,
+up to the largest double; matplotlib's limits and tick arithmetic overflow near it, and
+no reader could see such a value next to real latencies anyway: the report says so and
+the tables list the value instead."""
+
+
+def undrawable(values: Iterable[float | None]) -> float | None:
+    """The first value whose magnitude is beyond :data:`DRAWABLE_MAX`, or None."""
+    return next((v for v in values if v is not None and abs(v) > DRAWABLE_MAX), None)
 
 
 def save_svg(fig: Figure) -> str:

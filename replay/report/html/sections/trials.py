@@ -15,6 +15,7 @@ from replay.report.fmt import exact_text, float_text
 from replay.report.html.charts.distribution import distribution_chart
 from replay.report.html.charts.latency import latency_chart
 from replay.report.html.charts.marks import ArmPanel, Effect, ServerPoints
+from replay.report.html.charts.svg import undrawable
 from replay.report.html.facts import BundleFacts
 from replay.report.html.sections.common import MAX_ROWS
 from replay.report.html.view import Block, Chart, Para, Section, Span, Table, cell, rich
@@ -141,6 +142,22 @@ def _chart(r: ReplayResult, panels: Sequence[ArmPanel], charts: bool) -> list[Bl
     )
     if not charts:
         return [Chart("latency", None, caption, "Repeated-trial chart")]
+    huge = undrawable(
+        y
+        for p in panels
+        for s in p.servers
+        for y in (*s.warmups, *s.measured_ok, *s.measured_failed, s.mean_s, p.mean_s)
+    )
+    if huge is not None:
+        return [
+            Para(
+                rich(
+                    f"No chart: a latency of {huge!r} s is beyond what a chart axis can draw "
+                    "(over 1e300 s); the tables below list every value."
+                ),
+                "warn",
+            )
+        ]
     chart = latency_chart(panels, effects=_effects(r))
     if not chart.individual:
         caption += rich(
