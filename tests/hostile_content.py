@@ -13,8 +13,6 @@ Used by ``tests/test_replay_limits.py`` and ``bench/replay_amplification.py``.
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import tempfile
 from collections.abc import Callable, Mapping
@@ -22,17 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from bundler._internal import jcs
-from bundler.format.container import read_container, write_container
-from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
-from bundler.format.manifest import ENVELOPE_NAME, MANIFEST_NAME, build_statement
-from bundler.format.model import Manifest
+from bundler.format.container import read_container
 from bundler.format.tables import arrow_schema
 from bundler.seal import parquet_bytes, seal_campaign
 from tests.campaign_builder import BASELINE_COMMIT, CANDIDATE_COMMIT, write_campaign
+from tests.resign import resign
 
 __all__ = [
     "HOSTILE",
@@ -81,23 +76,7 @@ def hostile_bundle(
         campaign_edit(doc)
         members["campaign.json"] = json.dumps(doc, indent=1).encode()
     members.update(replace)
-    manifest = json.loads(members[MANIFEST_NAME])
-    for m in manifest["members"]:
-        data = members[m["path"]]
-        m["sha256"] = hashlib.sha256(data).hexdigest()
-        m["size"] = len(data)
-        table = m["path"].removeprefix("tables/").removesuffix(".parquet")
-        if m["path"].startswith("tables/") and table in manifest["tables"]:
-            manifest["tables"][table] = pq.read_metadata(io.BytesIO(data)).num_rows
-    manifest_bytes = jcs.dumps(manifest)
-    members[MANIFEST_NAME] = manifest_bytes
-    statement = build_statement(
-        manifest_bytes, hashlib.sha256(manifest_bytes).hexdigest(), Manifest.from_dict(manifest)
-    )
-    members[ENVELOPE_NAME] = sign_payload(statement, [key], INTOTO_PAYLOAD_TYPE).to_bytes()
-    buf = io.BytesIO()
-    write_container(buf, list(members.items()))
-    out.write_bytes(buf.getvalue())
+    out.write_bytes(resign(members, [key]))
     return out
 
 

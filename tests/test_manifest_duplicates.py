@@ -10,22 +10,17 @@ only the duplicate itself can fail them.
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
 
-from bundler._internal import jcs
-from bundler.format.container import read_container, write_container
-from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
-from bundler.format.manifest import ENVELOPE_NAME, MANIFEST_NAME, build_statement
-from bundler.format.model import Manifest
+from bundler.format.container import read_container
 from bundler.format.trust import SignatureStatus, Trust
 from bundler.verify import check_bundle
 from reprobundle.cli.main import main
 from tests.conftest import Keys
+from tests.resign import resign
 
 
 def _last_wins(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -40,20 +35,14 @@ def _resign_with(sealed: Path, out: Path, keys: Keys, edit: Any) -> Path:
     subjects name each path once and match what a last-entry-wins reading expects.
     """
     members = [(m.name, m.data) for m in read_container(sealed)]
-    content = dict(members)
-    doc = json.loads(content[MANIFEST_NAME])
-    edit(doc)
-    manifest = jcs.dumps(doc)
-    unique = copy.deepcopy(doc)
-    unique["members"] = _last_wins(unique["members"])
-    unique["external"] = _last_wins(unique["external"])
-    statement = build_statement(
-        manifest, hashlib.sha256(manifest).hexdigest(), Manifest.from_dict(unique)
-    )
-    content[MANIFEST_NAME] = manifest
-    content[ENVELOPE_NAME] = sign_payload(statement, [keys.private], INTOTO_PAYLOAD_TYPE).to_bytes()
-    with out.open("wb") as fh:
-        write_container(fh, [(n, content[n]) for n, _ in members])
+
+    def collapsed(doc: dict[str, Any]) -> dict[str, Any]:
+        unique = copy.deepcopy(doc)
+        unique["members"] = _last_wins(unique["members"])
+        unique["external"] = _last_wins(unique["external"])
+        return unique
+
+    out.write_bytes(resign(members, [keys.private], edit_manifest=edit, statement_of=collapsed))
     return out
 
 

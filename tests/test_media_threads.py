@@ -114,6 +114,7 @@ def test_planned_lpips_threads_are_the_ones_torch_runs_with(tmp_path: Path) -> N
 
     import numpy as np
 
+    from bundler.format.plan_model import ScorerDoc
     from replay.media.lpips_attested import load_attested_lpips
 
     spec = importlib.util.spec_from_file_location("mtw", SAMPLE / "make_test_weights.py")
@@ -121,7 +122,9 @@ def test_planned_lpips_threads_are_the_ones_torch_runs_with(tmp_path: Path) -> N
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     mod.write_weights(tmp_path)
-    scorer, ident = load_attested_lpips(json.loads((SAMPLE / "scorer.json").read_text()), tmp_path)
+    scorer, ident = load_attested_lpips(
+        ScorerDoc.from_dict(json.loads((SAMPLE / "scorer.json").read_text())), tmp_path
+    )
     assert scorer is not None, ident.reason
     rng = np.random.default_rng(0)
     big = [rng.uniform(-1, 1, (3, 192, 320)).astype(np.float32) for _ in range(2)]

@@ -10,7 +10,6 @@ never print a traceback. Values inside the contract, however extreme, must repla
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import math
@@ -26,15 +25,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from bundler._internal import jcs
 from bundler.errors import CampaignError
-from bundler.format.container import read_container, write_container
-from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
-from bundler.format.manifest import ENVELOPE_NAME, MANIFEST_NAME, build_statement
-from bundler.format.model import Manifest
+from bundler.format.container import read_container
 from bundler.seal import seal_campaign
 from tests.conftest import Keys, make_keys
 from tests.replay_factory import Files, build, seed_like
+from tests.resign import resign
 
 BUNDLE = [sys.executable, "-m", "reprobundle.cli"]
 Edit = Callable[[pa.Table], tuple[pa.Table, int]]
@@ -59,18 +55,7 @@ def rewrite(bundle: Path, keys: Keys, out: Path, table: str, edit: Edit) -> tupl
     buf = io.BytesIO()
     pq.write_table(new, buf)
     members[member] = buf.getvalue()
-    manifest = json.loads(members[MANIFEST_NAME])
-    manifest["tables"][table] = new.num_rows
-    for m in manifest["members"]:
-        m["sha256"] = hashlib.sha256(members[m["path"]]).hexdigest()
-        m["size"] = len(members[m["path"]])
-    raw = jcs.dumps(manifest)
-    members[MANIFEST_NAME] = raw
-    statement = build_statement(raw, hashlib.sha256(raw).hexdigest(), Manifest.from_dict(manifest))
-    members[ENVELOPE_NAME] = sign_payload(statement, [keys.private], INTOTO_PAYLOAD_TYPE).to_bytes()
-    buf = io.BytesIO()
-    write_container(buf, list(members.items()))
-    out.write_bytes(buf.getvalue())
+    out.write_bytes(resign(members, [keys.private]))
     return out, row
 
 

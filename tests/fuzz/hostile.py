@@ -47,13 +47,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import strategies as st
 
 from bundler._internal import jcs
-from bundler.format.container import read_container, write_container
-from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
-from bundler.format.manifest import ENVELOPE_NAME, MANIFEST_NAME, build_statement
-from bundler.format.model import Manifest
+from bundler.format.container import read_container
 from bundler.format.tables import arrow_schema
 from bundler.seal import parquet_bytes, seal_campaign
 from tests.fuzz.strategies import AUTHOR_SEED
+from tests.resign import resign
 
 __all__ = [
     "CLOSING",
@@ -239,24 +237,15 @@ def reseal(base: HostileBase, edit: Edit) -> bytes:
         content[f"tables/{name}.parquet"] = parquet_bytes(table)
     for name in edit.drop_files:
         content.pop(name, None)
-    doc = json.loads(content[MANIFEST_NAME])
-    doc["members"] = [m for m in doc["members"] if m["path"] in content]
-    for m in doc["members"]:
-        m["sha256"] = hashlib.sha256(content[m["path"]]).hexdigest()
-        m["size"] = len(content[m["path"]])
-    doc["tables"] = {name: len(rows) for name, rows in edit.tables.items()}
-    doc["campaign"]["title"] = edit.campaign["title"]
-    doc["campaign"]["arms"] = [
-        {k: a[k] for k in ("id", "role", "runtime_commit")} for a in edit.campaign["arms"]
-    ]
-    manifest = jcs.dumps(doc)
-    content[MANIFEST_NAME] = manifest
-    stmt = build_statement(manifest, hashlib.sha256(manifest).hexdigest(), Manifest.from_dict(doc))
-    content[ENVELOPE_NAME] = sign_payload(stmt, [base.author], INTOTO_PAYLOAD_TYPE).to_bytes()
-    out = io.BytesIO()
+
+    def identity(doc: dict[str, Any]) -> None:
+        doc["campaign"]["title"] = edit.campaign["title"]
+        doc["campaign"]["arms"] = [
+            {k: a[k] for k in ("id", "role", "runtime_commit")} for a in edit.campaign["arms"]
+        ]
+
     names = [n for n, _ in base.members if n in content]
-    write_container(out, [(n, content[n]) for n in names])
-    return out.getvalue()
+    return resign([(n, content[n]) for n in names], [base.author], edit_manifest=identity)
 
 
 # --- helpers on rows ---------------------------------------------------------------------
