@@ -247,3 +247,26 @@ def test_system_verify_hook_runs_the_installed_bundle(scratch: Path, hook_repo: 
     bad = _pre_commit_run(scratch, hook_repo, "run", "--all-files", path_first=bindir)
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "evidence/run.bundle: FAILED" in bad.stdout
+
+
+def test_verify_takes_several_bundles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # What bundle-verify relies on: pre-commit passes every staged *.bundle to one call.
+    from click.testing import CliRunner
+
+    from reprobundle.cli.main import main
+
+    ws = make_workspace(tmp_path / "ws")
+    monkeypatch.chdir(ws)
+    both = ["verify", "run.bundle", "evidence/run.bundle", "--key", "author.pub"]
+    ok = CliRunner().invoke(main, both)
+    assert ok.exit_code == 0, ok.output
+    assert ok.output.count(": VERIFIED") == 2
+    _flip_byte(ws / "evidence" / "run.bundle")
+    bad = CliRunner().invoke(main, both)
+    assert bad.exit_code == 1, bad.output
+    assert "run.bundle: VERIFIED" in bad.output
+    assert "evidence/run.bundle: FAILED" in bad.output
+    # --json is one document for one bundle: several are refused, not concatenated.
+    js = CliRunner().invoke(main, [*both, "--json"])
+    assert js.exit_code == 2, js.output
+    assert "single BUNDLE" in js.output
