@@ -162,3 +162,11 @@ def test_replay_states_it_from_the_baseline_arm(bundles: dict[str, Path]) -> Non
     (jp,) = doc["latency"]["pairs"]
     assert jp["detectable"]["half_width_s"] == pytest.approx(HAND_HALF_WIDTH, rel=1e-9)
     assert "a difference under 66.75 s cannot be distinguished" in render_text(r, verbose=True)
+
+
+@pytest.mark.parametrize("fmt", ["html", "md"])
+def test_report_states_it(bundles: dict[str, Path], fmt: str) -> None:
+    from replay.report.html.render import render_bundle
+
+    text = render_bundle(bundles["h3-ref2va-5s"], fmt, trust=Trust.allow_unsigned()).text
+    assert "a difference under 66.75 s cannot be distinguished" in text

@@ -232,6 +232,12 @@ def test_inventory_hook_passes_registered_folder_and_fails_unregistered_bundle(
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "INCONSISTENT" in bad.stdout
     assert "unregistered extra.bundle" in bad.stdout
+    # A registered bundle whose bytes changed: the register's digest no longer matches.
+    (scratch / "evidence" / "extra.bundle").unlink()
+    _flip_byte(scratch / "evidence" / "run.bundle")
+    changed = _pre_commit_run(scratch, hook_repo, "run", "--all-files")
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    assert "mismatch    run.bundle: registered" in changed.stdout
 
 
 @pytest.mark.slow
