@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bundler.campaign.detectable import DetectableDifference, ServerSpread, detectable_difference
 from bundler.campaign.plan_result import (
     LEVELS,
     Finding,
@@ -412,17 +413,50 @@ def _timeouts(r: _Reader) -> _Timeouts | None:
     return _Timeouts(request, wave, arm, startup or 0.0)
 
 
-def check_plan(plan: Mapping[str, Any], *, elapsed_s: float = 0.0) -> PlanCheckResult:
+def _detectable(
+    slots: Sequence[PlanSlot], spread: ServerSpread, level: float
+) -> tuple[DetectableDifference, ...]:
+    """The first arm of the plan against each other arm, servers per arm from the plan."""
+    servers: dict[str, set[str]] = {}
+    for s in slots:
+        servers.setdefault(s.arm, set()).add(s.server)
+    arms = list(servers)
+    return tuple(
+        detectable_difference(
+            spread,
+            len(servers[arms[0]]),
+            len(servers[other]),
+            baseline=arms[0],
+            candidate=other,
+            level=level,
+        )
+        for other in arms[1:]
+    )
+
+
+def check_plan(
+    plan: Mapping[str, Any],
+    *,
+    elapsed_s: float = 0.0,
+    spread: ServerSpread | None = None,
+    level: float = 0.95,
+) -> PlanCheckResult:
     """Check the timeout hierarchy of ``plan`` against its device reservation.
 
     Args:
         plan: the plan document (``specs/schemas/plan.schema.json``).
         elapsed_s: seconds of the reservation already used before the first
             arm position starts (set-up, an earlier attempt).
+        spread: server-to-server spread from a pilot or baseline bundle; when
+            given, the result states the smallest difference of arm means the
+            Welch interval at ``level`` could tell apart from zero
+            (:mod:`bundler.campaign.detectable`).
+        level: that interval's confidence level.
 
     Returns:
         Every finding (policy in ``specs/plan-check.md``), the per-position
-        budgets and one stuck-first-request scenario per arm position.
+        budgets, one stuck-first-request scenario per arm position, and the
+        detectable differences when ``spread`` is given.
     """
     plan_id = str(plan.get("id", "?"))
     r = _Reader(plan)
@@ -430,6 +464,7 @@ def check_plan(plan: Mapping[str, Any], *, elapsed_s: float = 0.0) -> PlanCheckR
         slots = plan_slots(plan)
     except PlanShapeError as exc:
         return PlanCheckResult(plan_id, (Finding("error", "invalid", "arm_order", str(exc)),))
+    detectable = None if spread is None else _detectable(slots, spread, level)
     t = _timeouts(r)
     res = _reservation(r)
     if res is not None:
@@ -445,7 +480,7 @@ def check_plan(plan: Mapping[str, Any], *, elapsed_s: float = 0.0) -> PlanCheckR
             )
         )
     if t is None:
-        return PlanCheckResult(plan_id, tuple(r.findings), reservation=res)
+        return PlanCheckResult(plan_id, tuple(r.findings), reservation=res, detectable=detectable)
     budgets, expected = _budgets(plan, slots, t, r)
     scenarios: list[StuckScenario] = []
     if len(budgets) == len(slots):
@@ -487,6 +522,7 @@ def check_plan(plan: Mapping[str, Any], *, elapsed_s: float = 0.0) -> PlanCheckR
         res,
         timeouts,
         tuple(assumptions),
+        detectable,
     )
 
 

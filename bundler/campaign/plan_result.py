@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from bundler.campaign.detectable import DetectableDifference
 from bundler.campaign.plan_slots import PlanSlot
 
 __all__ = [
@@ -131,6 +132,8 @@ class PlanCheckResult:
     reservation: Reservation | None = None
     timeouts: Mapping[str, float | None] = field(default_factory=dict)
     assumptions: tuple[str, ...] = ()
+    detectable: tuple[DetectableDifference, ...] | None = None
+    """Per pair of arms (the first arm against each other one), with a spread given."""
 
     @property
     def errors(self) -> tuple[Finding, ...]:
@@ -194,6 +197,7 @@ class PlanCheckResult:
                 for s in self.scenarios
             ],
             "assumptions": list(self.assumptions),
+            "detectable": None if self.detectable is None else [asdict(d) for d in self.detectable],
         }
 
 

@@ -142,6 +142,7 @@ def _latency(r: ReplayResult) -> dict[str, Any]:
                 "speedup": _json_float(p.speedup),
                 "interval": None if p.interval is None else asdict(p.interval),
                 "interval_note": p.interval_note,
+                "detectable": asdict(p.detectable),
             }
             for p in lat.pairs
         ],

@@ -314,6 +314,7 @@ def _latency(r: ReplayResult) -> TextSection:
                 f"{p.interval.high_s:.2f} s"
             )
         blocks.append(f"  {p.interval_note}")
+        blocks.append(f"  detectable difference: {p.detectable.statement}")
     return TextSection("Latency", tuple(blocks), r.limits("latency"))
 
 

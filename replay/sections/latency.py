@@ -14,13 +14,14 @@ results do not depend on row order and round correctly at any precision.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 import numpy.typing as npt
 
+from bundler.campaign.detectable import DetectableDifference, ServerSpread, detectable_difference
 from replay.engine.arrow import group_reduce
 from replay.engine.exact import GroupSums, Root, group_sums
 from replay.inputs import ReplayInputs
@@ -33,6 +34,7 @@ __all__ = [
     "TInterval",
     "compute_latency",
     "sample_mask",
+    "server_spread",
     "welch_interval",
 ]
 
@@ -103,6 +105,7 @@ class PairLatency:
     speedup: Fraction | None
     interval: TInterval | None
     interval_note: str
+    detectable: DetectableDifference  # from the baseline arm's own spread
 
 
 @dataclass(frozen=True)
@@ -274,11 +277,52 @@ def welch_interval(
     return TInterval(level, df, t, low, high, stmt), stmt
 
 
+def server_spread(arms: Sequence[ArmLatency], source: str) -> ServerSpread:
+    """The server-to-server SD of ``arms``: pooled over the arms with two servers or more.
+
+    Each arm's server means deviate from that arm's own mean; the variances are
+    pooled with weights n - 1 (one arm: its SD across server means, exactly).
+    ``source`` names the arms in words for the statement.
+    """
+    usable = [a for a in arms if a.sd_server_means_s is not None and len(a.servers) >= 2]
+    if not usable:
+        counts = ", ".join(f"{a.arm} {len(a.servers)}" for a in arms) or "no arm"
+        return ServerSpread(
+            None,
+            sum(len(a.servers) for a in arms),
+            source,
+            f"{source} has fewer than two servers with samples ({counts}): its "
+            "server-to-server spread cannot be estimated",
+        )
+    dof = sum(len(a.servers) - 1 for a in usable)
+    var = (
+        sum(
+            (
+                a.sd_server_means_s.square * (len(a.servers) - 1)
+                for a in usable
+                if a.sd_server_means_s
+            ),
+            Fraction(0),
+        )
+        / dof
+    )
+    try:
+        sd = math.sqrt(float(var))
+    except OverflowError:
+        sd = math.inf
+    if not math.isfinite(sd):
+        return ServerSpread(
+            None, dof + len(usable), source, f"{source}: the spread exceeds the range of a double"
+        )
+    return ServerSpread(sd, dof + len(usable), source)
+
+
 def _pair(baseline: ArmLatency, candidate: ArmLatency) -> PairLatency | None:
     b, c = baseline.mean_s, candidate.mean_s
     if b is None or c is None:
         return None
     interval, note = welch_interval(baseline, candidate)
+    spread = server_spread([baseline], f"the baseline arm {baseline.arm}")
     return PairLatency(
         baseline=baseline.arm,
         candidate=candidate.arm,
@@ -287,6 +331,14 @@ def _pair(baseline: ArmLatency, candidate: ArmLatency) -> PairLatency | None:
         speedup=b / c if c else None,
         interval=interval,
         interval_note=note,
+        detectable=detectable_difference(
+            spread,
+            len(baseline.servers),
+            len(candidate.servers),
+            baseline=baseline.arm,
+            candidate=candidate.arm,
+            level=CONFIDENCE,
+        ),
     )
 
 

@@ -99,6 +99,13 @@ def _print_check(label: str, result: PlanCheckResult) -> None:
         say(f"    - {sc.describe()}")
     for a in result.assumptions:
         say(f"  assuming {a}")
+    if result.detectable is None:
+        say(
+            "  detectable difference: not stated (give --pilot BUNDLE, a sealed pilot or "
+            "baseline, for the server-to-server spread)"
+        )
+    for d in result.detectable or ():
+        say(f"  detectable {d.baseline} − {d.candidate}: {d.statement}")
     for f in result.findings:
         say(f"  {f.level.upper():<7} {f.path}: {f.message} [{f.code}]")
     verdict = "FAILS" if result.errors else "passes"
@@ -115,6 +122,7 @@ def plan_group() -> None:
     epilog=examples(
         "bundle plan check campaign/plans/reference-ab.json",
         "bundle plan check run.bundle --json",
+        "bundle plan check campaign/plans/reference-ab.json --pilot run.bundle",
     )
     + PLAN_EXIT_HELP,
 )
@@ -127,14 +135,27 @@ def plan_group() -> None:
     help="Seconds of the reservation already used before the first arm position.",
 )
 @click.option("--strict", is_flag=True, help="Fail on warnings too.")
+@click.option(
+    "--pilot",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A sealed pilot or baseline bundle: its baseline arm's server-to-server spread "
+    "gives the smallest difference of arm means the plan's servers per arm can resolve.",
+)
 @json_option
-def plan_check_command(source: Path, reservation_used: float, strict: bool, as_json: bool) -> None:
+def plan_check_command(
+    source: Path, reservation_used: float, strict: bool, pilot: Path | None, as_json: bool
+) -> None:
     """Check SOURCE (a plan JSON file, or a bundle's plan in force): does every deadline fit?"""
     from bundler.campaign.plan_check import check_plan
 
     with cli_errors(as_json):
         label, plan = _load_plan(source)
-        result = check_plan(plan, elapsed_s=reservation_used)
+        spread = None
+        if pilot is not None:
+            from replay.pilot import pilot_spread
+
+            spread = pilot_spread(pilot)
+        result = check_plan(plan, elapsed_s=reservation_used, spread=spread)
         if as_json:
             emit_json({"source": label, **result.to_dict()})
         else:

@@ -47,10 +47,17 @@ VERIFY_EXIT_HELP = exits(
     epilog=examples(
         "bundle verify run.bundle --key author.pub",
         "bundle verify run.bundle --trusted-keys trusted.txt --json",
+        "bundle verify run.bundle evidence/run.bundle --key author.pub",
     )
     + VERIFY_EXIT_HELP,
 )
-@click.argument("bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument(
+    "bundles",
+    metavar="BUNDLE...",
+    nargs=-1,
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+)
 @trust_options("Accept a bundle no trusted key signed (integrity only; says so).")
 @click.option(
     "--media",
@@ -64,7 +71,7 @@ VERIFY_EXIT_HELP = exits(
 @verbosity_options
 @json_option
 def verify_command(
-    bundle: Path,
+    bundles: tuple[Path, ...],
     key_paths: tuple[Path, ...],
     trusted_keys: Path | None,
     allow_unsigned: bool,
@@ -74,10 +81,16 @@ def verify_command(
     verbosity: int,
     as_json: bool,
 ) -> None:
-    """Check BUNDLE's signatures, every member's digest and external artifacts."""
+    """Check each BUNDLE's signatures, every member's digest and external artifacts.
+
+    Several bundles (a pre-commit hook passes every staged ``*.bundle``) are
+    checked in turn; the exit code is 1 if any of them fails.
+    """
     from bundler.verify import check_bundle
 
     with cli_errors(as_json):
+        if as_json and len(bundles) > 1:
+            raise UsageError("--json reports one bundle: give a single BUNDLE")
         trust = load_trust(
             key_paths,
             trusted_keys,
@@ -88,25 +101,28 @@ def verify_command(
         for d in media_dirs:
             if not d.is_dir():
                 raise UsageError(f"{d}: --media must be an existing folder")
-        bar = ProgressBar("verifying", progress and not as_json)
-        try:
-            rep = check_bundle(
-                bundle,
-                trust=trust,
-                media_dirs=media_dirs,
-                jobs=jobs,
-                # Sizing the bar walks the media folders: only when a bar is shown.
-                progress=bar.bytes_callback(_media_total(media_dirs))
-                if media_dirs and bar.enabled
-                else None,
-            )
-        finally:
-            bar.close()
-        if as_json:
-            emit_json({**rep.to_dict(), **verify_verdict(rep)})
-        else:
-            _print_verify(rep, verbosity)
-        sys.exit(EXIT_OK if rep.ok else EXIT_INTEGRITY)
+        all_ok = True
+        for bundle in bundles:
+            bar = ProgressBar("verifying", progress and not as_json)
+            try:
+                rep = check_bundle(
+                    bundle,
+                    trust=trust,
+                    media_dirs=media_dirs,
+                    jobs=jobs,
+                    # Sizing the bar walks the media folders: only when a bar is shown.
+                    progress=bar.bytes_callback(_media_total(media_dirs))
+                    if media_dirs and bar.enabled
+                    else None,
+                )
+            finally:
+                bar.close()
+            if as_json:
+                emit_json({**rep.to_dict(), **verify_verdict(rep)})
+            else:
+                _print_verify(rep, verbosity)
+            all_ok = all_ok and rep.ok
+        sys.exit(EXIT_OK if all_ok else EXIT_INTEGRITY)
 
 
 def _media_total(dirs: tuple[Path, ...]) -> int:

@@ -235,4 +235,12 @@ def trials_section(r: ReplayResult, facts: BundleFacts, charts: bool) -> Section
     )
     for p in lat.pairs:
         blocks.append(Para(rich(f"{p.baseline} − {p.candidate}: {p.interval_note}"), "note"))
+        blocks.append(
+            Para(
+                rich(
+                    f"{p.baseline} − {p.candidate}, detectable difference: {p.detectable.statement}"
+                ),
+                "note",
+            )
+        )
     return Section("trials", "Repeated trials and latency", tuple(blocks), r.limits("latency"))
