@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+import yaml  # type: ignore[import-untyped]  # PyYAML ships no type hints
 
 from bundler.seal import seal_campaign
 from tests.conftest import Keys, make_keys
@@ -49,11 +49,13 @@ def git(repo: Path, *args: str) -> None:
 
 def action() -> dict[str, Any]:
     doc: dict[str, Any] = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+    assert isinstance(doc, dict)
     return doc
 
 
 def review_step() -> dict[str, Any]:
-    (step,) = [s for s in action()["runs"]["steps"] if "reprobundle.ci_action" in s["run"]]
+    steps: list[dict[str, Any]] = action()["runs"]["steps"]
+    (step,) = [s for s in steps if "reprobundle.ci_action" in s["run"]]
     return step
 
 
