@@ -180,6 +180,19 @@ def test_a_receipt_value_changes_the_row_and_the_claims_it_feeds(
         }, cid
     assert (doc["old"]["outcome"], doc["new"]["outcome"]) == ("CONFIRMED", "CONTRADICTED")
     assert doc["members_counts"] == [0, 0, 1]  # tables/receipts.parquet
+    # Capped at one claim: the other three are counted, and the summary counts all four.
+    trust = Trust.keys([author.public])
+    capped = diff_bundles(
+        open_verified(old, trust=trust),
+        open_verified(new, trust=trust),
+        DiffLimits(max_claims_listed=1),
+    )
+    assert (len(capped.claims), capped.claims_more) == (1, 3)
+    from replay.diff.render import render_text
+
+    capped_text = render_text(capped)
+    assert "  3 more claim change(s)" in capped_text
+    assert "4 claim(s) changed" in capped_text[1]
     text = run(old, new, "--key", author.public_path).stdout
     assert "  verdict CONFIRMED -> CONTRADICTED; 4 claim(s) changed; receipts:" in text
     assert (
@@ -400,7 +413,7 @@ def test_either_bundle_failing_to_verify_exits_1(tmp_path: Path, old: Path, auth
 
 
 def test_author_text_is_inert_in_markdown(tmp_path: Path, old: Path, author: Keys) -> None:
-    hostile = "fixes #12 for @bob, see https://evil.example/x ```\n"
+    hostile = "fixes #12 for @bob, see https://evil.example/x ```\n" + "x" * 999 + "\n"
 
     def edit(camp: Path) -> None:
         with (camp / NOTE).open("a", encoding="utf-8") as fh:
@@ -413,6 +426,8 @@ def test_author_text_is_inert_in_markdown(tmp_path: Path, old: Path, author: Key
     # run, padded by a space on each side because the text ends in a backtick (CommonMark
     # strips one space each side).
     assert line == "  - ```` +fixes #12 for @bob, see https://evil.example/x ``` ````"
+    # A 1,000-character diff line ("+" and 999 x) is cut at 400 characters, its length said.
+    assert f"  - `+{'x' * 399}… (1,000 characters)`" in md.splitlines()
 
 
 def test_listings_are_capped_and_say_how_many_more(tmp_path: Path, old: Path, author: Keys) -> None:

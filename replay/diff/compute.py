@@ -76,12 +76,17 @@ def diff_bundles(
     old_t, new_t = _inputs(old_r).tables, _inputs(new_r).tables
     changed_tables = [t for t in TABLE_NAMES if _table_member_differs(old, new, t)]
     members = _members(old, new, lim)
-    externals = _externals(old.manifest.external, new.manifest.external)
+    externals = _externals(old.manifest.external, new.manifest.external, lim)
+    claims = _claims(old_r, new_r, lim)
+    gates = _gates(old_t["gates"], new_t["gates"], lim) if "gates" in changed_tables else ()
+    n = lim.max_claims_listed
     return BundleDiff(
         old=_side(old, old_r),
         new=_side(new, new_r),
-        claims=_claims(old_r, new_r),
-        gates=_gates(old_t["gates"], new_t["gates"]) if "gates" in changed_tables else (),
+        claims=claims[:n],
+        claims_more=max(0, len(claims) - n),
+        gates=gates[:n],
+        gates_more=max(0, len(gates) - n),
         plan=_plan(old, new, old_r, new_r, lim),
         tables=tuple(_table(t, old_t[t], new_t[t], lim) for t in changed_tables if t != "gates"),
         members_added=members[0],
@@ -117,16 +122,22 @@ def show(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
 
 
+def clip(text: str, limit: int) -> str:
+    """``text`` cut at ``limit`` characters, saying how long it was."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
 def _changes(
-    old: Mapping[str, Any], new: Mapping[str, Any], keys: Iterable[str]
+    old: Mapping[str, Any], new: Mapping[str, Any], keys: Iterable[str], lim: DiffLimits
 ) -> list[FieldChange]:
+    def shown(row: Mapping[str, Any], k: str) -> str | None:
+        return None if k not in row else clip(show(row[k]), lim.max_value_chars)
+
     out = []
     for k in keys:
         a, b = old.get(k), new.get(k)
-        if a != b or type(a) is not type(b):
-            out.append(
-                FieldChange(k, None if k not in old else show(a), None if k not in new else show(b))
-            )
+        if a != b or type(a) is not type(b) or (k in old) != (k in new):
+            out.append(FieldChange(clip(k, lim.max_value_chars), shown(old, k), shown(new, k)))
     return out
 
 
@@ -143,7 +154,7 @@ def _side(bundle: VerifiedBundle, result: ReplayResult) -> Side:
     )
 
 
-def _claims(old: ReplayResult, new: ReplayResult) -> tuple[ClaimChange, ...]:
+def _claims(old: ReplayResult, new: ReplayResult, lim: DiffLimits) -> tuple[ClaimChange, ...]:
     def state(r: ReplayResult) -> dict[str, dict[str, Any]]:
         return {
             c.claim_id: {"status": str(c.status), "claimed": c.claimed, "recomputed": c.recomputed}
@@ -158,7 +169,7 @@ def _claims(old: ReplayResult, new: ReplayResult) -> tuple[ClaimChange, ...]:
         elif cid not in a:
             out.append(ClaimChange(cid, "added", None, b[cid]["status"], ()))
         else:
-            fields = _changes(a[cid], b[cid], ("status", "claimed", "recomputed"))
+            fields = _changes(a[cid], b[cid], ("status", "claimed", "recomputed"), lim)
             if fields:
                 out.append(
                     ClaimChange(cid, "changed", a[cid]["status"], b[cid]["status"], tuple(fields))
@@ -169,7 +180,7 @@ def _claims(old: ReplayResult, new: ReplayResult) -> tuple[ClaimChange, ...]:
 # ------------------------------------------------------------------ gates, plan
 
 
-def _gates(old: pa.Table, new: pa.Table) -> tuple[GateChange, ...]:
+def _gates(old: pa.Table, new: pa.Table, lim: DiffLimits) -> tuple[GateChange, ...]:
     a, b = _by_key(old.to_pylist(), ("gate_id",)), _by_key(new.to_pylist(), ("gate_id",))
     out = []
     for gid in sorted(a.keys() | b.keys()):
@@ -178,7 +189,7 @@ def _gates(old: pa.Table, new: pa.Table) -> tuple[GateChange, ...]:
         elif gid not in a:
             out.append(GateChange(gid, "added", False, ()))
         else:
-            fields = _changes(a[gid], b[gid], _GATE_FIELDS)
+            fields = _changes(a[gid], b[gid], _GATE_FIELDS, lim)
             if fields:
                 out.append(GateChange(gid, "changed", _loosened(a[gid], b[gid]), tuple(fields)))
     # Loosened gates first: the first thing a reviewer must see.
@@ -208,7 +219,7 @@ def _plan(
     # The plan was schema-checked and parsed by read_content; its JSON is bounded.
     a = _flatten(old.document(op) or {}) if op else {}
     b = _flatten(new.document(np_) or {}) if np_ else {}
-    fields = _changes(a, b, sorted(a.keys() | b.keys()))
+    fields = _changes(a, b, sorted(a.keys() | b.keys()), lim)
     if op != np_:
         fields.insert(0, FieldChange("(member)", op, np_))
     if not fields:
@@ -267,19 +278,18 @@ def _table(name: str, old: pa.Table, new: pa.Table, lim: DiffLimits) -> TableDif
     removed = [k for k in a if k not in b]
     changed = []
     for k in a.keys() & b.keys():
-        fields = _changes(
-            a[k], b[k], [c for c in b[k] if c in a[k]] + [c for c in a[k] if c not in b[k]]
-        )
+        columns = [c for c in b[k] if c in a[k]] + [c for c in a[k] if c not in b[k]]
+        fields = _changes(a[k], b[k], columns, lim)
         if fields:
             changed.append(RowChange(k, tuple(fields)))
     changed.sort(key=lambda r: r.key)
-    n = lim.max_rows_listed
+    n, width = lim.max_rows_listed, lim.max_value_chars
     return TableDiff(
         table=name,
         key=key,
-        added=tuple(sorted(added)[:n]),
-        removed=tuple(sorted(removed)[:n]),
-        changed=tuple(changed[:n]),
+        added=tuple(clip(k, width) for k in sorted(added)[:n]),
+        removed=tuple(clip(k, width) for k in sorted(removed)[:n]),
+        changed=tuple(RowChange(clip(r.key, width), r.fields) for r in changed[:n]),
         added_count=len(added),
         removed_count=len(removed),
         changed_count=len(changed),
@@ -364,7 +374,9 @@ def _changed_member(
             )
             shown = min(len(lines), lim.max_text_lines, budget[0])
             budget[0] -= shown
-            text = TextDiff(tuple(lines[:shown]), len(lines) - shown)
+            text = TextDiff(
+                tuple(clip(x, lim.max_value_chars) for x in lines[:shown]), len(lines) - shown
+            )
     return MemberChange(**{**base.__dict__, "text": text, "text_note": note})
 
 
@@ -377,7 +389,9 @@ def _utf8(data: bytes | None) -> str | None:
         return None
 
 
-def _externals(old: Sequence[ExternalEntry], new: Sequence[ExternalEntry]) -> list[ExternalChange]:
+def _externals(
+    old: Sequence[ExternalEntry], new: Sequence[ExternalEntry], lim: DiffLimits
+) -> list[ExternalChange]:
     def fields(e: ExternalEntry) -> dict[str, Any]:
         return {
             "sha256": e.sha256,
@@ -396,18 +410,20 @@ def _externals(old: Sequence[ExternalEntry], new: Sequence[ExternalEntry]) -> li
         elif p not in a:
             out.append(ExternalChange(p, "added", ()))
         else:
-            ch = _changes(a[p], b[p], ("sha256", "bytes", "availability", "kind", "uri"))
+            ch = _changes(a[p], b[p], ("sha256", "bytes", "availability", "kind", "uri"), lim)
             if ch:
                 out.append(ExternalChange(p, "changed", tuple(ch)))
     return out
 
 
 def _signers(old: VerifiedBundle, new: VerifiedBundle) -> tuple[SignerChange, ...]:
-    def signers(b: VerifiedBundle) -> dict[str, str | None]:
-        return {s.keyid_hint: s.verified_by for s in b.report.signatures}
+    # The hint is the signer's own claim: matched together with who verified it.
+    def signers(b: VerifiedBundle) -> set[tuple[str, str | None]]:
+        return {(s.keyid_hint, s.verified_by) for s in b.report.signatures}
 
     a, b = signers(old), signers(new)
+    key = lambda s: (s[0], s[1] or "")  # noqa: E731 - a sort key, used twice
     return tuple(
-        [SignerChange(k, "added", b[k]) for k in sorted(b.keys() - a.keys())]
-        + [SignerChange(k, "removed", a[k]) for k in sorted(a.keys() - b.keys())]
+        [SignerChange(k, "added", v) for k, v in sorted(b - a, key=key)]
+        + [SignerChange(k, "removed", v) for k, v in sorted(a - b, key=key)]
     )

@@ -40,6 +40,10 @@ class DiffLimits:
         max_text_lines: diff lines shown per member.
         max_total_text_lines: diff lines shown over all members together.
         max_plan_fields: frozen-plan fields listed.
+        max_claims_listed: claim changes listed (loosened gates, too, are listed first and
+            capped at this).
+        max_value_chars: characters of one value or diff line shown (the rest cut, with
+            its length said).
     """
 
     max_rows_compared: int = 200_000
@@ -49,6 +53,8 @@ class DiffLimits:
     max_text_lines: int = 80
     max_total_text_lines: int = 400
     max_plan_fields: int = 100
+    max_claims_listed: int = 50
+    max_value_chars: int = 400
 
 
 @dataclass(frozen=True)
@@ -175,7 +181,12 @@ class ExternalChange:
 
 @dataclass(frozen=True)
 class SignerChange:
-    """A signature (by its key id) present in one bundle and not the other."""
+    """A signature present in one bundle and not the other.
+
+    Signatures are matched by key id hint *and* the trusted key that verified them
+    (None: none did): the hint is the signer's own claim, so a stranger's signature
+    carrying a known hint still shows as a change.
+    """
 
     keyid: str
     change: str  # added, removed
@@ -192,7 +203,9 @@ class BundleDiff:
     old: Side
     new: Side
     claims: tuple[ClaimChange, ...]
+    claims_more: int
     gates: tuple[GateChange, ...]
+    gates_more: int
     plan: PlanChange | None
     tables: tuple[TableDiff, ...]
     members_added: tuple[MemberChange, ...]

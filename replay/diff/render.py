@@ -50,10 +50,13 @@ def summary(d: BundleDiff) -> str:
     else:
         parts.append(f"verdict unchanged ({d.new.outcome})")
     if d.claims:
-        parts.append(f"{len(d.claims)} claim(s) changed")
+        parts.append(f"{len(d.claims) + d.claims_more} claim(s) changed")
     if d.gates:
         loose = sum(g.loosened for g in d.gates)
-        parts.append(f"{len(d.gates)} gate(s) changed" + (f", {loose} loosened" if loose else ""))
+        shown = f"{len(d.gates) + d.gates_more} gate(s) changed"
+        # Loosened gates are listed first, so those not listed may include more of them.
+        more = "+" if d.gates_more and loose == len(d.gates) else ""
+        parts.append(shown + (f", {loose}{more} loosened" if loose else ""))
     if d.plan is not None:
         parts.append("frozen plan changed")
     for t in d.tables:
@@ -121,6 +124,7 @@ def _t_verdict(d: BundleDiff) -> list[str]:
         else:
             status = c.new_status if c.change == "added" else c.old_status
             out.append(f"  claim {c.claim_id} {c.change} ({status})")
+    out += [f"  {s} claim change(s)" for s in _more(d.claims_more)]
     return out
 
 
@@ -138,6 +142,7 @@ def _t_gates(d: BundleDiff) -> list[str]:
         out.append(
             f"  gate {g.gate_id} {_gate_word(g)}" + (f": {_fields(g.fields)}" if g.fields else "")
         )
+    out += [f"  {s} gate change(s)" for s in _more(d.gates_more)]
     if d.plan is not None:
         out.append(f"  FROZEN PLAN CHANGED {_v(d.plan.old_path)} -> {_v(d.plan.new_path)}:")
         out += [f"    {f.field}: {_v(f.old)} -> {_v(f.new)}" for f in d.plan.fields]
@@ -292,6 +297,8 @@ def _m_verdict(md: _Md, d: BundleDiff) -> None:
         else:
             status = c.new_status if c.change == "added" else c.old_status
             md.w(f"- claim {md.code(c.claim_id)} {c.change} ({md.code(status)})")
+    if d.claims_more:
+        md.w(f"- {d.claims_more:,} more claim change(s)")
 
 
 def _m_gates(md: _Md, d: BundleDiff) -> None:
@@ -305,6 +312,8 @@ def _m_gates(md: _Md, d: BundleDiff) -> None:
         md.w(
             f"- gate {md.code(g.gate_id)} {word}" + (f": {md.fields(g.fields)}" if g.fields else "")
         )
+    if d.gates_more:
+        md.w(f"- {d.gates_more:,} more gate change(s)")
     if d.plan is not None:
         for f in d.plan.fields:
             md.w(f"- plan {md.code(f.field)}: {md.code(f.old)} → {md.code(f.new)}")
