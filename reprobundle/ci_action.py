@@ -125,9 +125,24 @@ def changed_bundles(workspace: Path, base: str) -> list[str]:
     return sorted(p for p in out.decode("utf-8", "surrogateescape").split("\0") if p)
 
 
+def _not_a_plain_file(workspace: Path, path: str) -> str | None:
+    """Why ``path`` is not read: a pull request may add a symbolic link named ``x.bundle``
+    that points at the runner's own files, or a FIFO that blocks the reader."""
+    full = workspace / path
+    root = workspace.resolve()
+    if full.is_symlink() or not full.resolve().is_relative_to(root):
+        return "a symbolic link, or a path through one"
+    if not full.is_file():
+        return "not a regular file"
+    return None
+
+
 def _section(cfg: ActionConfig, path: str, tmp: Path) -> tuple[int, list[str]]:
     """One bundle's Markdown, and its exit code (verify and replay)."""
     lines = [f"## {markdown_code(path)}", ""]
+    refusal = _not_a_plain_file(cfg.workspace, path)
+    if refusal is not None:
+        return EXIT_INTEGRITY, [*lines, f"**FAILED**: {refusal}; not read", ""]
     try:
         new = open_verified(cfg.workspace / path, trust=cfg.trust)
         outcome = replay(new)

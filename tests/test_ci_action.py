@@ -170,3 +170,19 @@ def test_usage_errors_exit_2(repo: Path, tmp_path: Path) -> None:
     assert run_step(repo, summary, {}) == 2  # no key, no allow-unsigned
     assert run_step(repo, summary, {"key": "keys/author.pub"}, base_ref="") == 2  # not a PR
     assert not summary.exists()  # nothing half-written
+
+
+def test_a_symbolic_link_named_bundle_is_not_read(repo: Path, tmp_path: Path) -> None:
+    # A pull request can add a link that points at the runner's own files.
+    secret = tmp_path / "runner-secret.bundle"
+    secret.write_bytes(b"not for the pull request")
+    work = tmp_path / "clone"
+    shutil.copytree(repo, work)
+    (work / "evidence" / "link.bundle").symlink_to(secret)
+    git(work, "add", "evidence/link.bundle")
+    git(work, "commit", "-q", "-m", "a link")
+    summary = tmp_path / "summary.md"
+    assert run_step(work, summary, {"key": "keys/author.pub"}) == 1
+    md = summary.read_text(encoding="utf-8")
+    part = md[md.index("## `evidence/link.bundle`") :]
+    assert part.splitlines()[2] == "**FAILED**: a symbolic link, or a path through one; not read"
