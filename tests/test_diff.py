@@ -450,3 +450,73 @@ def test_listings_are_capped_and_say_how_many_more(tmp_path: Path, old: Path, au
     from replay.diff.render import render_text
 
     assert "    2 more" in render_text(d)
+
+
+# ---------------------------------------------------------------- a vLLM sweep pair
+
+
+def test_a_vllm_sweep_pair_candidate_load_point_swapped(tmp_path: Path, author: Keys) -> None:
+    """OLD: the concurrency-8 baseline and candidate; NEW: the candidate's concurrency-32 run.
+
+    By hand from ``samples/vllm-serve-sweep/results``: the carried candidate source
+    ``rinf-c8.json`` is replaced by ``rinf-c32.json``; the candidate's load point's
+    ``max_concurrency`` goes 8 -> 32; every candidate claim of the c8 point is removed
+    and one for each of the same metrics at c32 added; no baseline claim changes.
+    """
+    results = FIVE.parent / "vllm-serve-sweep" / "results"
+
+    def src(concurrency: int, arm: str) -> Path:
+        return results / f"openai-chat-infqps-concurrency{concurrency}-synthetic-{arm}.json"
+
+    def imported(candidate: int, name: str) -> Path:
+        out = tmp_path / name
+        res = CliRunner().invoke(
+            main,
+            [
+                "import",
+                "vllm",
+                "--arm",
+                f"baseline={src(8, 'baseline')}",
+                "--arm",
+                f"candidate={src(candidate, 'candidate')}",
+                "--commit",
+                "baseline=aaaaaaa",
+                "--commit",
+                "candidate=bbbbbbb",
+                "-o",
+                str(out),
+            ],
+        )
+        assert res.exit_code == 0, res.output
+        bundle = tmp_path / f"{name}.bundle"
+        seal_campaign(out, bundle, keys=[author.private])
+        return bundle
+
+    old, new = imported(8, "c8"), imported(32, "c32")
+    code, doc = diff_json(old, new, author)
+    assert code == EXIT_DIFFERS
+    assert [m["path"] for m in doc["members_added"]] == ["files/sources/candidate/rinf-c32.json"]
+    assert [m["path"] for m in doc["members_removed"]] == ["files/sources/candidate/rinf-c8.json"]
+    plan = {f["field"]: (f["old"], f["new"]) for f in doc["plan"]["fields"]}
+    assert plan["load_points[0].max_concurrency"] == ("8", "32")
+    listed = doc["claims"]
+    assert not any(c["claim_id"].startswith("baseline.") for c in listed)
+    removed = {
+        c["claim_id"].removeprefix("candidate.rinf-c8.") for c in listed if c["change"] == "removed"
+    }
+    added = {
+        c["claim_id"].removeprefix("candidate.rinf-c32.") for c in listed if c["change"] == "added"
+    }
+    assert removed and added and "mean_e2el_ms" in removed | added
+
+    # Every candidate claim of either campaign changed: counted from the imported
+    # campaigns' claims.jsonl; 50 listed (the default cap), the rest counted.
+    def candidate_claims(name: str, point: str) -> int:
+        lines = (tmp_path / name / "claims.jsonl").read_text(encoding="utf-8").splitlines()
+        return sum(json.loads(x)["claim_id"].startswith(f"candidate.{point}.") for x in lines)
+
+    total = candidate_claims("c8", "rinf-c8") + candidate_claims("c32", "rinf-c32")
+    assert len(listed) == 50 and doc["claims_more"] == total - 50
+    text = run(old, new, "--key", author.public_path).stdout.splitlines()
+    assert text[0].startswith("! FROZEN PLAN CHANGED (plans/serving.json -> plans/serving.json)")
+    assert f"  {doc['claims_more']} more claim change(s)" in text
