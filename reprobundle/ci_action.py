@@ -170,7 +170,7 @@ def _diff_lines(cfg: ActionConfig, path: str, new: VerifiedBundle, tmp: Path) ->
         diff = diff_bundles(old, new)
     except BundleError as exc:
         return [
-            f"No diff: the base branch's version does not verify: {markdown_text(exc.message)[0]}",
+            f"No diff: the base branch's version was refused: {markdown_text(exc.message)[0]}",
             "",
         ]
     # Named as the reviewer knows them, not by this runner's temporary paths.
