@@ -13,6 +13,7 @@ from dataclasses import dataclass
 __all__ = [
     "EXIT_CLAIM_CONTRADICTED",
     "EXIT_COULD_NOT_RUN",
+    "EXIT_DIFFERS",
     "EXIT_INTEGRITY",
     "EXIT_OK",
     "EXIT_UNVERIFIABLE",
@@ -33,6 +34,8 @@ EXIT_USAGE = 2
 EXIT_COULD_NOT_RUN = 3
 EXIT_CLAIM_CONTRADICTED = 4
 EXIT_UNVERIFIABLE = 5
+EXIT_DIFFERS = 6
+"""``bundle diff``: both bundles verified, and their content differs."""
 
 
 @dataclass(frozen=True, order=True)

@@ -40,6 +40,7 @@ SUCCESS: dict[str, tuple[list[str], int]] = {
     "keygen": (["keygen", "-o", "newkey"], 0),
     "seal": (["seal", "campaign", "-o", "s.bundle", "--key", "author"], 0),
     "verify": (["verify", "run.bundle", "--key", "author.pub"], 0),
+    "diff": (["diff", "run.bundle", "evidence/run.bundle", "--key", "author.pub"], 0),
     "sign": (["sign", "run.bundle", "--key", "auditor", "--key-pub", "author.pub", "-o", "co"], 0),
     "inspect": (["inspect", "run.bundle", "--trusted-keys", "trusted.txt"], 0),
     "lint-text": (["lint-text", "summary.md"], 0),

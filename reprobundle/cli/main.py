@@ -6,7 +6,8 @@ it parses, calls one library function, and prints text or JSON through
 integrity failure (tampered, truncated, unsigned or untrusted bundle); 2 usage
 or input error (bad arguments, invalid campaign, unreadable key); 3 could not
 run (I/O, missing optional dependency); 4 a claim contradicted or a gate failed
-(replay); 5 a claim could not be verified (replay).
+(replay); 5 a claim could not be verified (replay); 6 the two bundles'
+content differs (diff).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import click
 
 from bundler import __version__
 from reprobundle.cli.common import JsonAwareGroup, examples
+from reprobundle.cli.diff_cmd import diff_command
 from reprobundle.cli.export_cmd import export_command
 from reprobundle.cli.import_cmd import import_command
 from reprobundle.cli.init_cmd import init_command
@@ -44,6 +46,7 @@ Exit codes (each command's own are listed in its --help):
   3  could not run: I/O error, missing optional dependency
   4  replay/report/rerun: a claim contradicted, a gate failed, an attempt rejected
   5  replay/report: a claim could not be verified
+  6  diff: both bundles verified, and their content differs
 """
 
 
@@ -70,6 +73,7 @@ for _command in (
     keygen_command,
     seal_command,
     verify_command,
+    diff_command,
     sign_command,
     inspect_command,
     lint_text_command,
