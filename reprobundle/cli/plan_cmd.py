@@ -15,7 +15,15 @@ import click
 
 from bundler._internal.userfile import DOCUMENT_MAX_BYTES, open_user_file, read_bounded
 from bundler.errors import UsageError
-from reprobundle.cli.common import cli_errors, emit_json, examples, json_option, say
+from reprobundle.cli.common import (
+    QUIET,
+    cli_errors,
+    emit_json,
+    examples,
+    json_option,
+    say,
+    verbosity_options,
+)
 
 if TYPE_CHECKING:
     from bundler.campaign.plan_check import PlanCheckResult
@@ -67,12 +75,26 @@ def _load_plan(source: Path) -> tuple[str, dict[str, Any]]:
     return label, doc
 
 
-def _print_check(label: str, result: PlanCheckResult) -> None:
+def _secs(value: object) -> str:
+    # A timeout the plan leaves out is no deadline at all, not a value "None".
+    return "none set" if value is None else f"{value} s"
+
+
+def _print_check(label: str, result: PlanCheckResult, verbosity: int) -> None:
+    verdict = "FAILS" if result.errors else "passes"
+    if verbosity <= QUIET:
+        for f in result.errors:
+            say(f"  {f.level.upper():<7} {f.path}: {f.message} [{f.code}]")
+        say(
+            f"plan {result.plan_id} ({label}) {verdict}: {len(result.errors)} error(s), "
+            f"{len(result.warnings)} warning(s)"
+        )
+        return
     t = result.timeouts
     say(f"plan {result.plan_id} ({label})")
     say(
-        f"  timeouts  request {t.get('request_s')} s, wave {t.get('wave_s')} s, "
-        f"arm {t.get('arm_s')} s; start-up budget {t.get('startup_budget_s')} s"
+        f"  timeouts  request {_secs(t.get('request_s'))}, wave {_secs(t.get('wave_s'))}, "
+        f"arm {_secs(t.get('arm_s'))}; start-up budget {_secs(t.get('startup_budget_s'))}"
     )
     res = result.reservation
     if res is not None:
@@ -101,7 +123,6 @@ def _print_check(label: str, result: PlanCheckResult) -> None:
         say(f"  assuming {a}")
     for f in result.findings:
         say(f"  {f.level.upper():<7} {f.path}: {f.message} [{f.code}]")
-    verdict = "FAILS" if result.errors else "passes"
     say(f"  {verdict}: {len(result.errors)} error(s), {len(result.warnings)} warning(s)")
 
 
@@ -127,8 +148,11 @@ def plan_group() -> None:
     help="Seconds of the reservation already used before the first arm position.",
 )
 @click.option("--strict", is_flag=True, help="Fail on warnings too.")
+@verbosity_options
 @json_option
-def plan_check_command(source: Path, reservation_used: float, strict: bool, as_json: bool) -> None:
+def plan_check_command(
+    source: Path, reservation_used: float, strict: bool, verbosity: int, as_json: bool
+) -> None:
     """Check SOURCE (a plan JSON file, or a bundle's plan in force): does every deadline fit?"""
     from bundler.campaign.plan_check import check_plan
 
@@ -138,6 +162,6 @@ def plan_check_command(source: Path, reservation_used: float, strict: bool, as_j
         if as_json:
             emit_json({"source": label, **result.to_dict()})
         else:
-            _print_check(label, result)
+            _print_check(label, result, verbosity)
         failed = bool(result.errors) or (strict and bool(result.warnings))
         sys.exit(2 if failed else 0)
