@@ -97,9 +97,7 @@ def _readme_commands(camp: Path) -> list[tuple[list[str], int]]:
 
 
 def _run_in(cwd: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [*BUNDLE, *args], capture_output=True, text=True, timeout=180, cwd=cwd
-    )
+    proc = subprocess.run([*BUNDLE, *args], capture_output=True, text=True, timeout=180, cwd=cwd)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 

@@ -57,13 +57,13 @@ def _campaign(campaign_id: str) -> dict[str, Any]:
                 "$comment": "The reference runtime: the git commit the baseline servers ran.",
                 "id": "baseline",
                 "role": "baseline",
-                "runtime_commit": f"{FILL_IN}: the baseline runtime's git commit, 7 to 64 hex digits",
+                "runtime_commit": f"{FILL_IN}: the baseline runtime's commit (7-64 hex digits)",
             },
             {
                 "$comment": "The changed runtime: the git commit the candidate servers ran.",
                 "id": "candidate",
                 "role": "candidate",
-                "runtime_commit": f"{FILL_IN}: the candidate runtime's git commit, 7 to 64 hex digits",
+                "runtime_commit": f"{FILL_IN}: the candidate runtime's commit (7-64 hex digits)",
             },
         ],
         "plan": "plans/plan.json",
@@ -99,17 +99,17 @@ def _plan() -> dict[str, Any]:
 
 
 _README = """\
-# {campaign_id}: campaign skeleton (`bundle init`)
+# {cid}: campaign skeleton (`bundle init`)
 
-Run these from the folder that holds `{campaign_id}/` (where you ran `bundle
+Run these from the folder that holds `{cid}/` (where you ran `bundle
 init`). The bundle is written next to the campaign folder: `bundle seal`
 refuses to write it inside (from inside, use `bundle seal . -o
-../{campaign_id}.bundle ...`).
+../{cid}.bundle ...`).
 
-    $ bundle keygen -o my-key                          # my-key, my-key.pub; or use your own key
-    $ bundle plan check {campaign_id}/plans/plan.json
-    $ bundle seal {campaign_id} -o {campaign_id}.bundle --key my-key  # exit 2 until FILL-IN is replaced
-    $ bundle replay {campaign_id}.bundle --key my-key.pub  # exit 5: NOT EVIDENCED until you add receipts and claims
+    $ bundle keygen -o my-key  # writes my-key and my-key.pub; or use your own key
+    $ bundle plan check {cid}/plans/plan.json
+    $ bundle seal {cid} -o {cid}.bundle --key my-key  # exit 2 until FILL-IN is replaced
+    $ bundle replay {cid}.bundle --key my-key.pub  # NOT EVIDENCED (exit 5) until it claims
 
 `bundle seal` refuses the skeleton as it is and names each `FILL-IN` value
 (file, record, field): the two runtime commits. Once they are real, it seals,
@@ -159,7 +159,7 @@ def _files(campaign_id: str) -> dict[str, str]:
         return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
     return {
-        "README.md": _README.format(campaign_id=campaign_id),
+        "README.md": _README.format(cid=campaign_id),
         "campaign.json": js(_campaign(campaign_id)),
         "plans/plan.json": js(_plan()),
         "attempts.jsonl": json.dumps(
@@ -210,8 +210,7 @@ def scaffold_campaign(directory: Path, campaign_id: str | None = None) -> Scaffo
         files=sorted(files),
         to_fill=[
             "campaign.json: arms[0].runtime_commit, arms[1].runtime_commit (FILL-IN)",
-            "receipts.jsonl: one line per request (starts empty: seals, replay says "
-            "NOT EVIDENCED)",
+            "receipts.jsonl: one line per request (starts empty: seals, replay says NOT EVIDENCED)",
             "claims.json: the figures you state (starts empty: claims nothing)",
         ],
     )

@@ -150,19 +150,25 @@ class TrustedKeys(list[Ed25519PublicKey]):
     """The trusted public keys, plus the principals an ``allowed_signers`` file gave them.
 
     A plain list everywhere keys are expected; ``principals`` maps a key ID to
-    the names that file attached to it (empty for PEM keys and bare key lines).
+    the names that file attached to it (empty for PEM keys and bare key lines);
+    ``sources`` maps it to where it was read (a path, or ``path:line``), so that a
+    key that verifies nothing can be named as the user gave it.
     """
 
     def __init__(self) -> None:
         super().__init__()
         self.principals: dict[str, tuple[str, ...]] = {}
+        self.sources: dict[str, tuple[str, ...]] = {}
 
-    def add(self, key: Ed25519PublicKey, principals: Sequence[str] = ()) -> None:
-        """Trust ``key``; remember ``principals`` (merged when a key is listed twice)."""
+    def add(self, key: Ed25519PublicKey, principals: Sequence[str] = (), where: str = "") -> None:
+        """Trust ``key``; remember ``principals`` and ``where`` (merged when listed twice)."""
         kid = key_id(key)
         if kid not in self.principals:
             self.append(key)
             self.principals[kid] = ()
+            self.sources[kid] = ()
+        if where and where not in self.sources[kid]:
+            self.sources[kid] = (*self.sources[kid], where)
         merged = [*self.principals[kid], *(p for p in principals if p not in self.principals[kid])]
         self.principals[kid] = tuple(merged)
 
@@ -207,7 +213,7 @@ def load_trusted_keys(paths: Sequence[Path] = (), trusted_file: Path | None = No
     keys = TrustedKeys()
     for p in paths:
         for e in load_public_keys(p):
-            keys.add(e.key, e.principals)
+            keys.add(e.key, e.principals, e.where)
     if trusted_file is None:
         return keys
     data = _read(trusted_file, "trusted keys file", KEY_LIST_MAX_BYTES)
@@ -223,10 +229,10 @@ def load_trusted_keys(paths: Sequence[Path] = (), trusted_file: Path | None = No
         entry = line.split("#", 1)[0].strip()
         if entry and not line.strip().startswith("#") and not _is_signer_line(line):
             for e in load_public_keys(trusted_file.parent / entry):
-                keys.add(e.key, e.principals)
+                keys.add(e.key, e.principals, e.where)
     if any(signer_lines):
         for e in parse_signers("\n".join(signer_lines), str(trusted_file)):
-            keys.add(e.key, e.principals)
+            keys.add(e.key, e.principals, e.where)
     if len(keys) == before:
         raise KeyFileError(f"{trusted_file}: lists no Ed25519 public key (or none valid now)")
     return keys

@@ -15,10 +15,10 @@ sequence inside a value therefore never starts a line of its own.
 from __future__ import annotations
 
 from bundler._internal.textsafe import safe
+from replay.engine.verdicts import ClaimStatus
 from replay.report.model import TextSection, TextTable, headline, sections, with_unit
 from replay.report.summaries import section_summaries
 from replay.result import UNTRUSTED_NOTE, ReplayResult
-from replay.engine.verdicts import ClaimStatus
 
 __all__ = ["render_lines", "render_text"]
 

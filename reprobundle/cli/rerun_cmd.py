@@ -52,15 +52,16 @@ _EXIT_REJECTED = 4
 
 def _open_bundle(bundle: Path, options: RerunOptions) -> VerifiedBundle:
     """Open and verify BUNDLE once (``open_verified``), adding the trust options to a refusal."""
-    from bundler.errors import IntegrityError
+    from bundler.errors import UntrustedError
     from bundler.verified import open_verified
 
     try:
         return open_verified(bundle, trust=options.trust)
-    except IntegrityError as exc:
-        if exc.problems or type(exc) is not IntegrityError:
-            raise
-        raise IntegrityError(f"{exc.message}; give a trusted --key or --allow-unsigned") from exc
+    except UntrustedError as exc:
+        # Key advice only where a key is what is missing; a damaged bundle says what is damaged.
+        raise UntrustedError(
+            f"{exc.message}; give a trusted --key or --allow-unsigned", exc.problems
+        ) from exc
 
 
 def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
