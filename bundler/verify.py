@@ -284,6 +284,16 @@ def _check_signatures(
         )
     if not env.signatures:
         report.signature_status = SignatureStatus.UNSIGNED
+        if trust.public_keys and not trust.accept_untrusted:
+            report.problems.append(
+                Problem(
+                    ENVELOPE_NAME,
+                    None,
+                    UNTRUSTED_FIELD,
+                    "the bundle holds no signature for the key(s) given to verify: "
+                    f"{'; '.join(trust.describe_keys())}",
+                )
+            )
     elif forged and not any(s.valid for s in report.signatures):
         report.signature_status = SignatureStatus.INVALID
     elif any(s.valid for s in report.signatures):
@@ -623,10 +633,7 @@ def verify_bundle(
     """Like :func:`check_bundle` but raise :class:`IntegrityError` unless it verified."""
     report = check_bundle(path, trust=trust, media_dirs=media_dirs, jobs=jobs)
     if not report.ok:
-        reason = (
-            f"signature {report.signature_status}"
-            if not report.problems
-            else f"{len(report.problems)} problem(s)"
-        )
+        damaged = [p for p in report.problems if not is_trust_problem(p)]
+        reason = f"{len(damaged)} problem(s)" if damaged else f"signature {report.signature_status}"
         raise IntegrityError(f"{path}: does not verify ({reason})", report.problems)
     return report

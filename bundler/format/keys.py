@@ -59,11 +59,17 @@ def key_id(public: Ed25519PublicKey) -> str:
 
 @dataclass(frozen=True)
 class KeyPair:
-    """Paths written by :func:`generate_keypair` and the key ID."""
+    """Paths written by :func:`generate_keypair`, the key ID, and the public key's OpenSSH line.
+
+    ``openssh`` (``ssh-ed25519 AAAA…``) is the same public key in the form
+    ``allowed_signers``, ``authorized_keys`` and ``ssh-keygen -lf`` read; the key
+    files stay PEM.
+    """
 
     private_path: Path
     public_path: Path
     key_id: str
+    openssh: str = ""
 
 
 def generate_keypair(out: Path, passphrase: bytes | None = None, force: bool = False) -> KeyPair:
@@ -90,7 +96,10 @@ def generate_keypair(out: Path, passphrase: bytes | None = None, force: bool = F
     )
     atomic_write_bytes(out, priv_pem, mode=0o600)
     atomic_write_bytes(pub_path, pub_pem, mode=0o644)
-    return KeyPair(out, pub_path, key_id(key.public_key()))
+    openssh = key.public_key().public_bytes(
+        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+    )
+    return KeyPair(out, pub_path, key_id(key.public_key()), openssh.decode("ascii"))
 
 
 def _read(path: Path, what: str = "key file", max_bytes: int = KEY_FILE_MAX_BYTES) -> bytes:

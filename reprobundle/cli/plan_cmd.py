@@ -34,7 +34,7 @@ PLAN_EXIT_HELP = """\b
 Exit codes:
   0  no error (warnings allowed unless --strict)
   1  integrity: the bundle given is tampered or malformed
-  2  the plan has errors (or warnings with --strict), or bad arguments
+  2  the plan has errors (or warnings with --strict); SOURCE missing; bad arguments
   3  could not run: I/O error
 """
 

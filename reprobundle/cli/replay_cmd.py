@@ -34,7 +34,8 @@ Exit codes:
   1  integrity: tampered or malformed bundle, or tables that break the table
      contract; unsigned or untrusted without --allow-unsigned; with --media,
      media that differ from their sealed digests
-  2  usage: bad arguments, unreadable key
+  2  usage: bad arguments, bundle missing, no --key/--trusted-keys and no
+     --allow-unsigned, unreadable key
   3  could not run: I/O error
   4  CONTRADICTED: a claim contradicted, a gate failed, a deviation from the frozen
      plan, mixed attempts; a re-scored output failing or not decoding; a rerun

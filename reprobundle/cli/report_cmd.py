@@ -37,7 +37,8 @@ Exit codes (the report is written for 0, 1 with --media, 4 and 5):
      contract (nothing written); unsigned or untrusted without --allow-unsigned
      (nothing written); with --media, media that differ from their sealed
      digests (written)
-  2  usage: bad arguments, unreadable key
+  2  usage: bad arguments, bundle missing, no --key/--trusted-keys and no
+     --allow-unsigned, unreadable key
   3  could not run: I/O error, matplotlib missing (HTML)
   4  written; CONTRADICTED: a claim contradicted, a gate failed, a deviation from the
      plan, mixed attempts, a re-scored output failing, a rerun not reproducing

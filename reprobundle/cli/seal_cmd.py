@@ -30,8 +30,8 @@ __all__ = ["SEAL_EXIT_HELP", "seal_command"]
 
 SEAL_EXIT_HELP = exits(
     "0  bundle written",
-    "2  invalid campaign (each problem named by file, record, field), key unreadable,",
-    "   --key/--unsigned missing or both, output exists (no --force)",
+    "2  campaign missing or invalid (each problem named by file, record, field), key",
+    "   unreadable, --key/--unsigned missing or both, output exists (no --force)",
     "3  cannot read a carried file or write the output",
 )
 

@@ -36,9 +36,11 @@ __all__ = ["VERIFY_EXIT_HELP", "verify_command", "verify_verdict"]
 VERIFY_EXIT_HELP = exits(
     "0  intact, and a trusted key verified a signature (VERIFIED); with",
     "   --allow-unsigned also intact but untrusted (UNTRUSTED)",
-    "1  any integrity problem, or unsigned/untrusted without --allow-unsigned",
-    "2  no --key/--trusted-keys and no --allow-unsigned; unreadable key; bad --media",
-    "3  the bundle cannot be read",
+    "1  any integrity problem, or unsigned/untrusted without --allow-unsigned (a",
+    "   key given that verifies no signature: NOT VERIFIED, the key named)",
+    "2  bundle missing; no --key/--trusted-keys and no --allow-unsigned; unreadable",
+    "   key; bad --media",
+    "3  the bundle exists but cannot be read",
 )
 
 
