@@ -38,8 +38,8 @@ RERUN_EXIT_HELP = """\b
 Exit codes:
   0  the attempt was accepted: every arm position ran and every request succeeded
   1  integrity: the bundle does not verify, or is not trusted (--key / --allow-unsigned)
-  2  usage: bad arguments, bundle missing, a missing target or input, an input path outside --inputs,
-     --launch without --launch-command or --run-bundle-launch-command, a plan
+  2  usage: bad arguments, bundle missing, a missing target or input, an input path
+     outside --inputs, --launch without --launch-command or --run-bundle-launch-command, a plan
      launch.<arm>.env variable refused for your --launch-command, a runtime
      commit mismatch at an endpoint (nothing was started or written)
   3  the attempt was interrupted (reservation watchdog, SIGTERM, SIGINT), or I/O error
