@@ -93,7 +93,9 @@ def test_auditor_guide_duckdb_sql_runs_as_written(sealed: Path) -> None:
     cwd = Path.cwd()
     os.chdir(sealed)  # the SQL names exported/ relative to where it runs
     try:
-        rows = duckdb.sql(sql).fetchall()
+        relation = duckdb.sql(sql)
+        assert relation is not None  # a query, not a statement
+        rows = relation.fetchall()
     finally:
         os.chdir(cwd)
     assert rows == [("baseline", 407.27), ("candidate", 108.12)]
