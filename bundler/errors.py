@@ -25,6 +25,7 @@ __all__ = [
     "IntegrityError",
     "KeyFileError",
     "Problem",
+    "UntrustedError",
     "UsageError",
 ]
 
@@ -96,6 +97,15 @@ class IntegrityError(BundleError):
     """The bundle does not hold: tampered, truncated, unsigned or badly signed: exit 1."""
 
     exit_code = EXIT_INTEGRITY
+
+
+class UntrustedError(IntegrityError):
+    """Intact, but no trusted key verified a signature and the reader does not accept that.
+
+    Kept apart from the other integrity errors so that advice about keys and
+    ``--allow-unsigned`` is given only where a key is what is missing: no key
+    repairs a corrupt bundle.
+    """
 
 
 class BundleFormatError(IntegrityError):

@@ -26,12 +26,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bundler.errors import BundleFormatError, IntegrityError, Problem
+from bundler.errors import BundleFormatError, IntegrityError, Problem, UntrustedError
 from bundler.format.container import Limits, Member
 from bundler.format.model import Manifest
 from bundler.format.parquet_cost import table_cost_problems
 from bundler.format.trust import NO_TRUST, SignatureStatus, Trust
-from bundler.verify import OpenedBundle, VerifyReport, open_bundle
+from bundler.verify import OpenedBundle, VerifyReport, is_trust_problem, open_bundle
 
 __all__ = ["VerifiedBundle", "open_verified"]
 
@@ -156,14 +156,15 @@ def open_verified(
     path = Path(path)
     opened = open_bundle(path, trust=trust, limits=limits)
     rep = opened.report
-    if rep.problems or opened.manifest is None:
+    if any(not is_trust_problem(p) for p in rep.problems) or opened.manifest is None:
         raise IntegrityError(
             f"{path}: does not verify ({len(rep.problems)} problem(s)); refused", rep.problems
         )
     if not trust.accepts(rep.signature_status):
-        raise IntegrityError(
+        raise UntrustedError(
             f"{path}: signature {rep.signature_status}: no trusted key verified it; refused "
-            "(pass the signer's public key, or accept unsigned bundles explicitly)"
+            "(pass the signer's public key, or accept unsigned bundles explicitly)",
+            rep.problems,
         )
     # A verified table can still decode to gigabytes (one long string named by every row
     # of a dictionary-coded column, a zstd page of one repeated byte): bounded here, from

@@ -44,15 +44,20 @@ from bundler.format.tables import TABLE_FORMAT_VERSION, TABLE_NAMES, arrow_schem
 from bundler.format.trust import NO_TRUST, SignatureStatus, Trust
 
 __all__ = [
+    "UNTRUSTED_FIELD",
     "ExternalCheck",
     "OpenedBundle",
     "VerifyReport",
     "check_bundle",
+    "is_trust_problem",
     "json_cost",
     "needed_for_verify",
     "open_bundle",
     "verify_bundle",
 ]
+
+UNTRUSTED_FIELD = "trusted keys"
+"""The ``field`` of the problem that says no key given verified a signature."""
 
 _TABLE_MEMBERS = frozenset(f"tables/{name}.parquet" for name in TABLE_NAMES)
 
@@ -279,6 +284,16 @@ def _check_signatures(
         )
     if not env.signatures:
         report.signature_status = SignatureStatus.UNSIGNED
+        if trust.public_keys and not trust.accept_untrusted:
+            report.problems.append(
+                Problem(
+                    ENVELOPE_NAME,
+                    None,
+                    UNTRUSTED_FIELD,
+                    "the bundle holds no signature for the key(s) given to verify: "
+                    f"{'; '.join(trust.describe_keys())}",
+                )
+            )
     elif forged and not any(s.valid for s in report.signatures):
         report.signature_status = SignatureStatus.INVALID
     elif any(s.valid for s in report.signatures):
@@ -289,7 +304,26 @@ def _check_signatures(
         report.signature_status = SignatureStatus.UNCHECKED
     else:
         report.signature_status = SignatureStatus.UNTRUSTED
+        if not trust.accept_untrusted:
+            # Keys were given and none verified: the refusal is a located problem naming
+            # each key tried, never an empty list behind the --allow-unsigned headline.
+            hints = sorted({s.keyid_hint or "no key id" for s in report.signatures})
+            report.problems.append(
+                Problem(
+                    ENVELOPE_NAME,
+                    None,
+                    UNTRUSTED_FIELD,
+                    "no signature verifies with the key(s) given: "
+                    f"{'; '.join(trust.describe_keys())} (the bundle's signature(s) name "
+                    f"{', '.join(hints)})",
+                )
+            )
     return _parse_payload(report, env.payload, lim)
+
+
+def is_trust_problem(p: Problem) -> bool:
+    """True for the problem "no signature verifies with the key(s) given" (not an integrity one)."""
+    return p.where == ENVELOPE_NAME and p.field == UNTRUSTED_FIELD
 
 
 def _check_duplicates(report: VerifyReport, manifest: Manifest) -> None:
@@ -599,10 +633,7 @@ def verify_bundle(
     """Like :func:`check_bundle` but raise :class:`IntegrityError` unless it verified."""
     report = check_bundle(path, trust=trust, media_dirs=media_dirs, jobs=jobs)
     if not report.ok:
-        reason = (
-            f"signature {report.signature_status}"
-            if not report.problems
-            else f"{len(report.problems)} problem(s)"
-        )
+        damaged = [p for p in report.problems if not is_trust_problem(p)]
+        reason = f"{len(damaged)} problem(s)" if damaged else f"signature {report.signature_status}"
         raise IntegrityError(f"{path}: does not verify ({reason})", report.problems)
     return report

@@ -184,7 +184,7 @@ class ReplayResult:
         out = []
         if not self.claims.checks:
             out.append("claims (the bundle states none)")
-        if self.latency.samples_used == 0 and not self.conformance.not_evidenced:
+        if self.latency.samples_used == 0 and not self.conformance.serving:
             out.append("latency (no measured request with status ok)")
         if self.quality.comparisons_total == 0 and not self.quality.gates:
             out.append("quality (no gates, no comparisons)")
@@ -209,7 +209,7 @@ class ReplayResult:
             "quality": self.quality.comparisons_total > 0 and bool(self.quality.gates),
             "lifecycle": self.lifecycle.total > 0,
             "telemetry": bool(self.telemetry.peaks),
-            "conformance": self.conformance.checked,
+            "conformance": self.conformance.checked and not self.conformance.empty,
             "media": self.media is not None,
             "against": self.against is not None,
         }

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The test suite, from a fresh machine: environment with the dev, media and report extras,
-# plus the lpips extra (torch 2.14.1 + torchvision: about 5.5 GB and 3-4 minutes) and the ray extra
+# plus the lpips extra (torch 2.14.1 + torchvision: the venv about 6.4 GB and 3-4 minutes) and the ray extra
 # (a 79 MB wheel, 240 MB installed, about 5 s), then pytest.
 # Usage: scripts/test.sh [--no-lpips] [PYTEST ARGS...]
-#   --no-lpips  install without the lpips extra (no torch; about 0.5 GB): the tests that need
+#   --no-lpips  install without the lpips extra (no torch; the venv about 1.1 GB): the tests that need
 #               torch skip, each saying which extra is missing (pytest -ra lists them).
 set -euo pipefail
 cd "$(dirname "$0")/.."

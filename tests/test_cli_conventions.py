@@ -249,3 +249,26 @@ def test_shell_completion_as_documented() -> None:
     env = {"_BUNDLE_COMPLETE": "bash_complete", "COMP_WORDS": "bundle ver", "COMP_CWORD": "1"}
     done = runner.invoke(main, [], prog_name="bundle", env=env)
     assert done.stdout.split() == ["plain,verify"]
+
+
+@pytest.mark.parametrize("cmd", _leaf_commands(), ids=" ".join)
+def test_every_command_takes_quiet_and_verbose(
+    cmd: tuple[str, ...], workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """-q and -v on every command the group registers (issue 24): the same meaning everywhere.
+
+    -q prints one line, the verdict or result; the default prints at least as much;
+    -v at least as much as the default. A new command without them fails here.
+    """
+    import shutil
+
+    args, code = SUCCESS[" ".join(cmd)]
+    printed: dict[str, list[str]] = {}
+    for flag in ("-q", "", "-v"):
+        ws = tmp_path / f"ws{flag}"
+        shutil.copytree(workspace, ws)
+        res = invoke(ws, [*args, *([flag] if flag else [])], monkeypatch)
+        assert res.exit_code == code, (flag, res.stdout, res.stderr)
+        printed[flag] = [line for line in res.stdout.splitlines() if line.strip()]
+    assert len(printed["-q"]) == 1, printed["-q"]
+    assert len(printed["-q"]) <= len(printed[""]) <= len(printed["-v"])

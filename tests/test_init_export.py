@@ -8,6 +8,8 @@ from the exporter itself.
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -80,6 +82,63 @@ def test_init_filled_in_seals_and_replays(tmp_path: Path) -> None:
         run("replay", tmp_path / "f.bundle", "--allow-unsigned", "--json", check=0).stdout
     )
     assert rep["outcome"] == "CONFIRMED" and rep["exit_code"] == 0
+
+
+_README_COMMAND = re.compile(r"^\s+\$ bundle (?P<cmd>[^#\n]*?)\s*(?:#(?P<note>.*))?$", re.MULTILINE)
+
+
+def _readme_commands(camp: Path) -> list[tuple[list[str], int]]:
+    """The skeleton README's ``$ bundle ...`` lines, with the ``exit N`` each one's note states."""
+    found = []
+    for m in _README_COMMAND.finditer((camp / "README.md").read_text(encoding="utf-8")):
+        code = re.search(r"\bexit (\d+)\b", m.group("note") or "")
+        found.append((shlex.split(m.group("cmd")), int(code.group(1)) if code else 0))
+    return found
+
+
+def _run_in(cwd: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([*BUNDLE, *args], capture_output=True, text=True, timeout=180, cwd=cwd)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def test_init_readme_commands_work_as_written(tmp_path: Path) -> None:
+    """Issue 24: the skeleton README's commands, run verbatim from where it says to run them.
+
+    Untouched, seal refuses exactly the FILL-IN values (the note on its line says
+    exit 2); with the commits filled in (7 to 64 hex digits, as the README says)
+    every line succeeds and replay of the empty campaign is NOT EVIDENCED (exit 5),
+    never CONTRADICTED by a deviation computed from zero receipts.
+    """
+    untouched, filled = tmp_path / "untouched", tmp_path / "filled"
+    for where in (untouched, filled):
+        where.mkdir()
+        run("init", where / "my-campaign", check=0)
+    commands = _readme_commands(untouched / "my-campaign")
+    verbs = [args[0] for args, _ in commands]
+    assert verbs == ["keygen", "plan", "seal", "replay"], verbs
+    for args, code in commands:
+        proc = _run_in(untouched, args)
+        assert proc.returncode == code, (args, proc.stdout, proc.stderr)
+        assert "arm None" not in proc.stdout and "None s" not in proc.stdout
+        if args[0] == "seal":
+            assert proc.stderr.count("FILL-IN") == 2, proc.stderr
+            break
+    camp = filled / "my-campaign"
+    doc = json.loads((camp / "campaign.json").read_text())
+    doc["arms"][0]["runtime_commit"] = "a" * 7  # the shortest the README allows
+    doc["arms"][1]["runtime_commit"] = "b" * 64  # the longest
+    (camp / "campaign.json").write_text(json.dumps(doc))
+    for args, code in commands:
+        proc = _run_in(filled, args)
+        expected = 0 if args[0] == "seal" else code
+        assert proc.returncode == expected, (args, proc.stdout, proc.stderr)
+    assert (filled / "my-campaign.bundle").is_file()
+    replayed = _run_in(filled, [*commands[-1][0], "--json"])
+    rep = json.loads(replayed.stdout)
+    assert (rep["outcome"], rep["exit_code"]) == ("NOT EVIDENCED", 5)
+    assert rep["conformance"]["deviations"] == []
+    assert "by first start" not in replayed.stdout
 
 
 def test_init_refuses_a_non_empty_folder_and_a_bad_id(tmp_path: Path) -> None:

@@ -75,3 +75,19 @@ def test_a_one_server_arm_is_not_written_as_an_average(tmp_path: Path, keys: Key
     assert ") / 1 =" not in md
     assert "Arm mean of baseline: its one server's mean = **396.30 s**" in md
     assert "Arm mean of candidate: its one server's mean = **106.66 s**" in md
+
+
+def test_default_output_names_every_contradicted_claim(tmp_path: Path, keys: Keys) -> None:
+    """Issue 24: which claim failed, claimed and recomputed, without -v."""
+    files = build(seed_like())
+    # 4 servers x (2 warmups + 3 measured) + 6 quality requests = 26, by the factory's spec.
+    files.claim("requests")["value"] = "27"
+    files.claim("requests-ok")["value"] = "25"
+    r = replay_bundle(files.seal(tmp_path, keys.private), trust=Trust.keys([keys.public]))
+    lines = render_text(r).splitlines()
+    assert "CONTRADICTED CLAIMS" in lines
+    named = [x for x in lines if x.startswith("  ✗ claim ")]
+    assert len(named) == 2
+    assert any(x.startswith("  ✗ claim requests (requests_total): claimed 27") for x in named)
+    assert any(x.startswith("  ✗ claim requests-ok (requests_passed): claimed 25") for x in named)
+    assert all("recomputed 26" in x for x in named)

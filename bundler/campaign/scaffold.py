@@ -4,10 +4,12 @@ The skeleton is complete in structure (every required file, every required
 field) and annotated: ``campaign.json`` and the plan carry ``"$comment"``
 members (kept as unknown members, see ``specs/campaign-layout.md``), and
 ``README.md`` explains each file. It deliberately does **not** seal as it is:
-the values only the author knows are left as ``FILL-IN`` placeholders that
-fail validation, and ``receipts.jsonl`` starts empty, so ``bundle seal`` on an
-untouched skeleton fails with exactly the "fill this in" errors (runtime
-commits, no measured requests) and never seals invented evidence.
+the values only the author knows (the runtime commits) are left as ``FILL-IN``
+placeholders that fail validation, so ``bundle seal`` on an untouched skeleton
+fails with exactly the "fill this in" errors and never seals invented evidence.
+``receipts.jsonl`` starts empty and ``claims.json`` claims nothing: once the
+commits are filled in the skeleton seals, and replay of it says NOT EVIDENCED.
+The README's commands are run verbatim by ``tests/test_init_export.py``.
 """
 
 from __future__ import annotations
@@ -55,13 +57,13 @@ def _campaign(campaign_id: str) -> dict[str, Any]:
                 "$comment": "The reference runtime: the git commit the baseline servers ran.",
                 "id": "baseline",
                 "role": "baseline",
-                "runtime_commit": f"{FILL_IN}: 40 hex digits of the baseline runtime's commit",
+                "runtime_commit": f"{FILL_IN}: the baseline runtime's commit (7-64 hex digits)",
             },
             {
                 "$comment": "The changed runtime: the git commit the candidate servers ran.",
                 "id": "candidate",
                 "role": "candidate",
-                "runtime_commit": f"{FILL_IN}: 40 hex digits of the candidate runtime's commit",
+                "runtime_commit": f"{FILL_IN}: the candidate runtime's commit (7-64 hex digits)",
             },
         ],
         "plan": "plans/plan.json",
@@ -97,28 +99,43 @@ def _plan() -> dict[str, Any]:
 
 
 _README = """\
-# {campaign_id}: campaign skeleton (`bundle init`)
+# {cid}: campaign skeleton (`bundle init`)
 
-Fill in these files, then seal:
+Run these from the folder that holds `{cid}/` (where you ran `bundle
+init`). The bundle is written next to the campaign folder: `bundle seal`
+refuses to write it inside (from inside, use `bundle seal . -o
+../{cid}.bundle ...`).
 
-    bundle plan check plans/plan.json
-    bundle seal . -o {campaign_id}.bundle --key YOUR-KEY
+    $ bundle keygen -o my-key  # writes my-key and my-key.pub; or use your own key
+    $ bundle plan check {cid}/plans/plan.json
+    $ bundle seal {cid} -o {cid}.bundle --key my-key  # exit 2 until FILL-IN is replaced
+    $ bundle replay {cid}.bundle --key my-key.pub  # NOT EVIDENCED (exit 5) until it claims
 
-Until the FILL-IN values and the receipts are filled in, `bundle seal` fails
-and names each of them (file, record, field): the skeleton never seals
-invented evidence. This README is carried in the bundle as `files/README.md`:
-replace this text with what a reader of the bundle should know.
+`bundle seal` refuses the skeleton as it is and names each `FILL-IN` value
+(file, record, field): the two runtime commits. Once they are real, it seals,
+with `receipts.jsonl` still empty and `claims.json` `[]`; `bundle replay` of
+that bundle then says NOT EVIDENCED (exit 5): nothing is claimed and no
+request was recorded, so there is nothing to confirm or contradict. Fill in
+the receipts and the claims you state, and check the title, hardware and plan
+values (plausible defaults that seal cannot tell from real ones). This README
+is carried in the bundle as `files/README.md`: replace this text with what a
+reader of the bundle should know.
 
 - `campaign.json`: id, title, hardware, and each arm's `runtime_commit`
-  (40 hex digits).
+  (the git commit the arm's servers ran: 7 to 64 lower-case hex digits).
 - `plans/plan.json`: the frozen plan: arm order, warmups and measured
   requests per server, request API and timing boundary, timeouts, teardown
-  budgets.
+  budgets. Each entry of `arm_order` is one server slot, in run order; replay
+  assigns the servers of your receipts to the slots by first start (the
+  earliest `start` of each server's warmup or measured requests), so the
+  server that started first must belong to the first slot's arm.
 - `attempts.jsonl`: one line per attempt, kept whether it counted or not;
   exactly one `accepted` (an `interrupted` or `rejected` one needs a `reason`).
 - `receipts.jsonl`: one line per HTTP request (`request_id`, `attempt_id`,
   `arm`, `server`, `phase` warmup/measured/quality, `seq`, `start`, `end` in
-  RFC 3339, `e2e_s`, `status`); starts empty.
+  RFC 3339, `e2e_s`, `status`); starts empty. `seq` numbers one server's
+  requests within one attempt from 0, across phases (warmups, measured and
+  quality requests share one sequence); a duplicate is a plan deviation.
 - `claims.json`: the figures you state, each re-derived by `bundle replay`
   (e.g. `percent_lower` of the arm means at 2 decimals); `[]` claims nothing.
 
@@ -142,7 +159,7 @@ def _files(campaign_id: str) -> dict[str, str]:
         return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
     return {
-        "README.md": _README.format(campaign_id=campaign_id),
+        "README.md": _README.format(cid=campaign_id),
         "campaign.json": js(_campaign(campaign_id)),
         "plans/plan.json": js(_plan()),
         "attempts.jsonl": json.dumps(
@@ -193,7 +210,7 @@ def scaffold_campaign(directory: Path, campaign_id: str | None = None) -> Scaffo
         files=sorted(files),
         to_fill=[
             "campaign.json: arms[0].runtime_commit, arms[1].runtime_commit (FILL-IN)",
-            "receipts.jsonl: one line per request (starts empty)",
+            "receipts.jsonl: one line per request (starts empty: seals, replay says NOT EVIDENCED)",
             "claims.json: the figures you state (starts empty: claims nothing)",
         ],
     )

@@ -59,11 +59,17 @@ def key_id(public: Ed25519PublicKey) -> str:
 
 @dataclass(frozen=True)
 class KeyPair:
-    """Paths written by :func:`generate_keypair` and the key ID."""
+    """Paths written by :func:`generate_keypair`, the key ID, and the public key's OpenSSH line.
+
+    ``openssh`` (``ssh-ed25519 AAAA…``) is the same public key in the form
+    ``allowed_signers``, ``authorized_keys`` and ``ssh-keygen -lf`` read; the key
+    files stay PEM.
+    """
 
     private_path: Path
     public_path: Path
     key_id: str
+    openssh: str = ""
 
 
 def generate_keypair(out: Path, passphrase: bytes | None = None, force: bool = False) -> KeyPair:
@@ -90,7 +96,10 @@ def generate_keypair(out: Path, passphrase: bytes | None = None, force: bool = F
     )
     atomic_write_bytes(out, priv_pem, mode=0o600)
     atomic_write_bytes(pub_path, pub_pem, mode=0o644)
-    return KeyPair(out, pub_path, key_id(key.public_key()))
+    openssh = key.public_key().public_bytes(
+        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+    )
+    return KeyPair(out, pub_path, key_id(key.public_key()), openssh.decode("ascii"))
 
 
 def _read(path: Path, what: str = "key file", max_bytes: int = KEY_FILE_MAX_BYTES) -> bytes:
@@ -150,19 +159,25 @@ class TrustedKeys(list[Ed25519PublicKey]):
     """The trusted public keys, plus the principals an ``allowed_signers`` file gave them.
 
     A plain list everywhere keys are expected; ``principals`` maps a key ID to
-    the names that file attached to it (empty for PEM keys and bare key lines).
+    the names that file attached to it (empty for PEM keys and bare key lines);
+    ``sources`` maps it to where it was read (a path, or ``path:line``), so that a
+    key that verifies nothing can be named as the user gave it.
     """
 
     def __init__(self) -> None:
         super().__init__()
         self.principals: dict[str, tuple[str, ...]] = {}
+        self.sources: dict[str, tuple[str, ...]] = {}
 
-    def add(self, key: Ed25519PublicKey, principals: Sequence[str] = ()) -> None:
-        """Trust ``key``; remember ``principals`` (merged when a key is listed twice)."""
+    def add(self, key: Ed25519PublicKey, principals: Sequence[str] = (), where: str = "") -> None:
+        """Trust ``key``; remember ``principals`` and ``where`` (merged when listed twice)."""
         kid = key_id(key)
         if kid not in self.principals:
             self.append(key)
             self.principals[kid] = ()
+            self.sources[kid] = ()
+        if where and where not in self.sources[kid]:
+            self.sources[kid] = (*self.sources[kid], where)
         merged = [*self.principals[kid], *(p for p in principals if p not in self.principals[kid])]
         self.principals[kid] = tuple(merged)
 
@@ -207,7 +222,7 @@ def load_trusted_keys(paths: Sequence[Path] = (), trusted_file: Path | None = No
     keys = TrustedKeys()
     for p in paths:
         for e in load_public_keys(p):
-            keys.add(e.key, e.principals)
+            keys.add(e.key, e.principals, e.where)
     if trusted_file is None:
         return keys
     data = _read(trusted_file, "trusted keys file", KEY_LIST_MAX_BYTES)
@@ -223,10 +238,10 @@ def load_trusted_keys(paths: Sequence[Path] = (), trusted_file: Path | None = No
         entry = line.split("#", 1)[0].strip()
         if entry and not line.strip().startswith("#") and not _is_signer_line(line):
             for e in load_public_keys(trusted_file.parent / entry):
-                keys.add(e.key, e.principals)
+                keys.add(e.key, e.principals, e.where)
     if any(signer_lines):
         for e in parse_signers("\n".join(signer_lines), str(trusted_file)):
-            keys.add(e.key, e.principals)
+            keys.add(e.key, e.principals, e.where)
     if len(keys) == before:
         raise KeyFileError(f"{trusted_file}: lists no Ed25519 public key (or none valid now)")
     return keys

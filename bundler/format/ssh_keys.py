@@ -73,16 +73,31 @@ def _type_name(key: Any) -> str:
         return type(key).__name__
 
 
+def _encrypted(data: bytes) -> bool:
+    """True when the OpenSSH key needs a passphrase (cryptography says so before any KDF runs)."""
+    try:
+        serialization.load_ssh_private_key(data, password=None)
+    except TypeError:
+        return True
+    except (ValueError, UnsupportedAlgorithm):
+        return False  # the load that follows reports what is wrong with it
+    return False
+
+
 def load_openssh_private_key(
     data: bytes, where: str, passphrase: bytes | None
 ) -> Ed25519PrivateKey:
     """Load an ``-----BEGIN OPENSSH PRIVATE KEY-----`` file (``ssh-keygen`` output).
 
-    Encrypted keys need their passphrase (argument, or ``REPROBUNDLE_KEY_PASSPHRASE``)
-    and the ``bcrypt`` package (OpenSSH derives the key with bcrypt-pbkdf).
+    Encrypted keys need their passphrase (argument, or ``REPROBUNDLE_KEY_PASSPHRASE``,
+    which an unencrypted key ignores) and the ``bcrypt`` package (OpenSSH derives
+    the key with bcrypt-pbkdf).
     """
-    if passphrase is None and os.environ.get("REPROBUNDLE_KEY_PASSPHRASE"):
-        passphrase = os.environ["REPROBUNDLE_KEY_PASSPHRASE"].encode("utf-8")
+    env = os.environ.get("REPROBUNDLE_KEY_PASSPHRASE")
+    if passphrase is None and env and _encrypted(data):
+        # As for PEM keys: the environment's passphrase is for encrypted keys only; an
+        # unencrypted key is read as it is (an explicit --passphrase-file is refused).
+        passphrase = env.encode("utf-8")
     try:
         key = serialization.load_ssh_private_key(data, password=passphrase)
     except TypeError as exc:

@@ -21,7 +21,7 @@ from types import MappingProxyType
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from bundler.format.keys import TrustedKeys
+from bundler.format.keys import TrustedKeys, key_id
 
 __all__ = ["NO_TRUST", "SignatureStatus", "Trust"]
 
@@ -64,6 +64,7 @@ class Trust:
     public_keys: tuple[Ed25519PublicKey, ...] = ()
     principals: Mapping[str, tuple[str, ...]] = field(default_factory=_no_principals)
     accept_untrusted: bool = False
+    sources: Mapping[str, tuple[str, ...]] = field(default_factory=_no_principals)
 
     @classmethod
     def keys(cls, keys: Iterable[Ed25519PublicKey], *, allow_unsigned: bool = False) -> Trust:
@@ -72,12 +73,27 @@ class Trust:
         ``allow_unsigned`` also accepts a bundle none of them verified (``--allow-unsigned``).
         """
         names = keys.principals if isinstance(keys, TrustedKeys) else {}
-        return cls(tuple(keys), MappingProxyType(dict(names)), allow_unsigned)
+        sources = keys.sources if isinstance(keys, TrustedKeys) else {}
+        return cls(
+            tuple(keys),
+            MappingProxyType(dict(names)),
+            allow_unsigned,
+            MappingProxyType(dict(sources)),
+        )
 
     @classmethod
     def allow_unsigned(cls, keys: Iterable[Ed25519PublicKey] = ()) -> Trust:
         """Accept a bundle no trusted key verified; ``keys`` are still checked and reported."""
         return cls.keys(keys, allow_unsigned=True)
+
+    def describe_keys(self) -> list[str]:
+        """Each trusted key as ``SOURCE (SHA256:...)``; its key ID alone when read from no file."""
+        out = []
+        for k in self.public_keys:
+            kid = key_id(k)
+            where = ", ".join(self.sources.get(kid, ()))
+            out.append(f"{where} ({kid})" if where else kid)
+        return out
 
     def accepts(self, status: SignatureStatus) -> bool:
         """True when a bundle with this signature status (and no integrity problem) is accepted."""

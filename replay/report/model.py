@@ -209,6 +209,14 @@ def _conformance(r: ReplayResult) -> TextSection:
         return TextSection(
             "Plan conformance", ("not checked: " + "; ".join(c.warnings),), r.limits("conformance")
         )
+    if c.empty:
+        return _not_evidenced(
+            "Plan conformance",
+            f"plan {c.plan_path} (id {c.plan_id}) is in force, but attempt {c.attempt} has no "
+            "warmup or measured receipt to compare with it",
+            r,
+            "conformance",
+        )
     rows = tuple(
         (
             str(i),

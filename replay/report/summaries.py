@@ -50,6 +50,8 @@ def section_summaries(r: ReplayResult) -> tuple[tuple[str, str], ...]:
                 if cf.deviations
                 else f"no deviation from plan {cf.plan_id} ({len(cf.servers)} servers)"
             )
+            if r.evidenced("conformance")
+            else f"{ne}: no receipt to compare with plan {cf.plan_id}"
             if cf.checked
             else f"{ne}: no frozen plan",
         ),

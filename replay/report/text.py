@@ -15,7 +15,8 @@ sequence inside a value therefore never starts a line of its own.
 from __future__ import annotations
 
 from bundler._internal.textsafe import safe
-from replay.report.model import TextSection, TextTable, headline, sections
+from replay.engine.verdicts import ClaimStatus
+from replay.report.model import TextSection, TextTable, headline, sections, with_unit
 from replay.report.summaries import section_summaries
 from replay.result import UNTRUSTED_NOTE, ReplayResult
 
@@ -63,6 +64,26 @@ def _headline(r: ReplayResult) -> list[str]:
     return _section(TextSection("Replay", headline(r)))
 
 
+def _contradicted(r: ReplayResult) -> list[str]:
+    """Every contradicted claim by id, claimed and recomputed value: the reason for exit 4.
+
+    Shown in the default view too, so a reader learns which claim failed without -v.
+    """
+    out = []
+    for c in r.claims.checks:
+        if c.status is not ClaimStatus.CONTRADICTED:
+            continue
+        recomputed = (
+            "nothing" if c.recomputed is None else with_unit(c.recomputed, c.unit, c.statistic)
+        )
+        why = f" ({c.explanation})" if c.explanation else ""
+        out.append(
+            f"  ✗ claim {c.claim_id} ({c.statistic}): claimed "
+            f"{with_unit(c.claimed, c.unit, c.statistic)}, recomputed {recomputed}{why}"
+        )
+    return ["CONTRADICTED CLAIMS", *out] if out else []
+
+
 def render_lines(result: ReplayResult, *, verbose: bool = False) -> list[str]:
     """The report as plain terminal lines (author text unescaped: print them escaped).
 
@@ -71,6 +92,8 @@ def render_lines(result: ReplayResult, *, verbose: bool = False) -> list[str]:
         verbose: every section's tables and evidence limits, not the one-line summaries.
     """
     parts = [_headline(result)]
+    if not verbose and (contradicted := _contradicted(result)):
+        parts.append(contradicted)
     if verbose:
         parts += [_section(s) for s in sections(result)[1:]]
     else:

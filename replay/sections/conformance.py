@@ -75,6 +75,8 @@ class ConformanceResult:
     limits: tuple[str, ...] = LIMITS
     not_evidenced: tuple[str, ...] = ()
     checked_items: tuple[str, ...] = ()
+    serving: bool = False
+    empty: bool = False  # a plan, but no warmup or measured receipt to compare with it
 
     @property
     def checked(self) -> bool:
@@ -350,6 +352,25 @@ def check_conformance(
     )
     quality_only = [s.server for s in checks if not (s.warmups or s.measured)]
     checks = [s for s in checks if s.warmups or s.measured]
+    if not checks and not deviations:
+        # Nothing ran under the plan's clock: an order or a count compared with zero
+        # receipts says nothing about the run, so the plan is not evidenced, not contradicted.
+        return ConformanceResult(
+            attempt=attempt,
+            plan_path=inputs.plan_path,
+            plan_id=plan.id,
+            planned_order=plan.arm_order or (),
+            observed_order=(),
+            warmups_per_server=plan.warmups_per_server,
+            measured_per_server=plan.measured_per_server,
+            servers=(),
+            deviations=(),
+            warnings=(),
+            not_evidenced=(
+                f"plan conformance (attempt {attempt} has no warmup or measured receipt)",
+            ),
+            empty=True,
+        )
     codes = {r.server.values[k]: k for k in arms}
     deviations += _order(plan, checks)
     deviations += _named_servers(plan, checks)
@@ -396,4 +417,5 @@ def _serving_conformance(inputs: ReplayInputs, attempt: str, plan: Plan) -> Conf
         limits=SERVING_LIMITS,
         not_evidenced=s.not_evidenced,
         checked_items=s.checked,
+        serving=True,
     )

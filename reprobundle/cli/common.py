@@ -170,17 +170,20 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print a JSON
 
 
 def verbosity_options(f: F) -> F:
-    """``-q/--quiet`` (the verdict line only) and ``-v/--verbose`` (the full listing).
+    """``-q/--quiet`` (the verdict line only) and ``-v/--verbose`` (more detail).
 
-    Both write one ``verbosity`` value (-1, 0 or 1); ``--json`` output is the
-    same at every level.
+    Every command takes both, with the same meaning (``tests/test_cli_conventions.py``
+    checks each command the group registers): ``-q`` prints the verdict or result
+    line (and, for a failure, what failed), ``-v`` the full listing where the
+    default is a summary. Both write one ``verbosity`` value (-1, 0 or 1);
+    ``--json`` output is the same at every level.
     """
     f = click.option(
         "-v",
         "--verbose",
         "verbosity",
         flag_value=VERBOSE,
-        help="Full listing (every member and artifact), not the summary.",
+        help="More detail: the full listing (every member, section or event), not the summary.",
     )(f)
     return click.option(
         "-q",

@@ -26,7 +26,8 @@ Exit codes:
   0  verified, then exported
   1  the bundle does not verify, or no trusted key verified it (without
      --allow-unsigned); nothing written
-  2  DIR exists and is not empty; no --key/--trusted-keys and no --allow-unsigned
+  2  bundle missing; DIR exists and is not empty; no --key/--trusted-keys and no
+     --allow-unsigned
   3  cannot read the bundle or write DIR
 """
 

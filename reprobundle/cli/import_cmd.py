@@ -25,9 +25,9 @@ _SLOS = ("ttft", "tpot", "e2el")
 IMPORT_EXIT_HELP = """\b
 Exit codes:
   0  campaign directory written
-  2  a source is not in FORMAT, is truncated or inconsistent (file and field
-     named); an option is malformed; -o exists. Nothing is written.
-  3  cannot read a source or write the directory
+  2  a source is missing, not in FORMAT, truncated or inconsistent (file and
+     field named); an option is malformed; -o exists. Nothing is written.
+  3  cannot read a source that exists, or write the directory
 """
 
 

@@ -44,7 +44,9 @@ def init_command(directory: Path, campaign_id: str | None, verbosity: int, as_js
 
     The skeleton does not seal until you fill it in: `bundle seal` names each
     FILL-IN value still there (the runtime commits); receipts.jsonl and
-    claims.json start empty. README.md in the skeleton explains every file.
+    claims.json start empty (sealed so, replay says NOT EVIDENCED). README.md
+    in the skeleton explains every file and the commands to run, from the
+    folder that holds DIRECTORY.
     """
     from bundler.campaign.scaffold import scaffold_campaign
 
@@ -65,7 +67,7 @@ def init_command(directory: Path, campaign_id: str | None, verbosity: int, as_js
             return
         for f in res.files:
             say(f"  {f}")
-        say("to fill in before `bundle seal` accepts it:")
+        say("to fill in (seal refuses FILL-IN values; the rest is what replay can check):")
         for item in res.to_fill:
             say(f"  - {item}")
         say(f"then: bundle plan check {res.directory / 'plans' / 'plan.json'}")

@@ -28,7 +28,7 @@ __all__ = ["INSPECT_EXIT_HELP", "inspect_command"]
 INSPECT_EXIT_HELP = exits(
     "0  summary printed, even when it lists problems (inspect does not judge: use verify)",
     "1  malformed container, or no readable manifest",
-    "2  unreadable key, bad arguments",
+    "2  bundle missing, unreadable key, bad arguments",
     "3  the bundle cannot be read",
 )
 

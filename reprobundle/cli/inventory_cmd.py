@@ -32,7 +32,7 @@ __all__ = ["INVENTORY_EXIT_HELP", "inventory_command"]
 INVENTORY_EXIT_HELP = exits(
     "0  register and folder agree, every bundle verifies, no artifact mismatch",
     "1  unregistered, missing or mismatched entries; a bundle that does not verify",
-    "2  no trust option given; unreadable inventory.json",
+    "2  ROOT missing; no trust option given; unreadable inventory.json",
     "3  cannot read or write",
 )
 

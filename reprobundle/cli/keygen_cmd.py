@@ -53,7 +53,12 @@ KEYGEN_EXIT_HELP = exits(
 def keygen_command(
     output: Path, passphrase_file: Path | None, force: bool, verbosity: int, as_json: bool
 ) -> None:
-    """Create an Ed25519 key pair and print its key ID."""
+    """Create an Ed25519 key pair and print its key ID and its OpenSSH public line.
+
+    Both key files are PEM. The OpenSSH line (ssh-ed25519 AAAA...) is the same
+    public key for an allowed_signers file, a USER.keys list or ssh-keygen -lf;
+    OUTPUT's folder is created if it does not exist.
+    """
     from bundler.format.keys import generate_keypair, read_passphrase_file
 
     with cli_errors(as_json):
@@ -66,6 +71,7 @@ def keygen_command(
                     "private_key": str(kp.private_path),
                     "public_key": str(kp.public_path),
                     "key_id": kp.key_id,
+                    "public_key_openssh": kp.openssh,
                 }
             )
         else:
@@ -75,3 +81,4 @@ def keygen_command(
             say(f"private key: {kp.private_path}")
             say(f"public key:  {kp.public_path}")
             say(f"key id:      {kp.key_id}")
+            say(f"openssh:     {kp.openssh}")

@@ -41,8 +41,8 @@ __all__ = ["main", "run"]
 EXIT_HELP = """\b
 Exit codes (each command's own are listed in its --help):
   0  ok
-  1  integrity failure: tampered, truncated, unsigned or untrusted bundle
-  2  usage or input error: bad arguments, invalid campaign, unreadable key
+  1  integrity failure: tampered, truncated, unsigned or untrusted bundle, wrong key
+  2  usage or input error: bad arguments, a missing file, invalid campaign, unreadable key
   3  could not run: I/O error, missing optional dependency
   4  replay/report/rerun: a claim contradicted, a gate failed, an attempt rejected
   5  replay/report: a claim could not be verified

@@ -15,7 +15,15 @@ import click
 
 from bundler._internal.userfile import DOCUMENT_MAX_BYTES, open_user_file, read_bounded
 from bundler.errors import UsageError
-from reprobundle.cli.common import cli_errors, emit_json, examples, json_option, say
+from reprobundle.cli.common import (
+    QUIET,
+    cli_errors,
+    emit_json,
+    examples,
+    json_option,
+    say,
+    verbosity_options,
+)
 
 if TYPE_CHECKING:
     from bundler.campaign.plan_check import PlanCheckResult
@@ -26,7 +34,7 @@ PLAN_EXIT_HELP = """\b
 Exit codes:
   0  no error (warnings allowed unless --strict)
   1  integrity: the bundle given is tampered or malformed
-  2  the plan has errors (or warnings with --strict), or bad arguments
+  2  the plan has errors (or warnings with --strict); SOURCE missing; bad arguments
   3  could not run: I/O error
 """
 
@@ -67,12 +75,26 @@ def _load_plan(source: Path) -> tuple[str, dict[str, Any]]:
     return label, doc
 
 
-def _print_check(label: str, result: PlanCheckResult) -> None:
+def _secs(value: object) -> str:
+    # A timeout the plan leaves out is no deadline at all, not a value "None".
+    return "none set" if value is None else f"{value} s"
+
+
+def _print_check(label: str, result: PlanCheckResult, verbosity: int) -> None:
+    verdict = "FAILS" if result.errors else "passes"
+    if verbosity <= QUIET:
+        for f in result.errors:
+            say(f"  {f.level.upper():<7} {f.path}: {f.message} [{f.code}]")
+        say(
+            f"plan {result.plan_id} ({label}) {verdict}: {len(result.errors)} error(s), "
+            f"{len(result.warnings)} warning(s)"
+        )
+        return
     t = result.timeouts
     say(f"plan {result.plan_id} ({label})")
     say(
-        f"  timeouts  request {t.get('request_s')} s, wave {t.get('wave_s')} s, "
-        f"arm {t.get('arm_s')} s; start-up budget {t.get('startup_budget_s')} s"
+        f"  timeouts  request {_secs(t.get('request_s'))}, wave {_secs(t.get('wave_s'))}, "
+        f"arm {_secs(t.get('arm_s'))}; start-up budget {_secs(t.get('startup_budget_s'))}"
     )
     res = result.reservation
     if res is not None:
@@ -108,7 +130,6 @@ def _print_check(label: str, result: PlanCheckResult) -> None:
         say(f"  detectable {d.baseline} − {d.candidate}: {d.statement}")
     for f in result.findings:
         say(f"  {f.level.upper():<7} {f.path}: {f.message} [{f.code}]")
-    verdict = "FAILS" if result.errors else "passes"
     say(f"  {verdict}: {len(result.errors)} error(s), {len(result.warnings)} warning(s)")
 
 
@@ -141,9 +162,15 @@ def plan_group() -> None:
     help="A sealed pilot or baseline bundle: its baseline arm's server-to-server spread "
     "gives the smallest difference of arm means the plan's servers per arm can resolve.",
 )
+@verbosity_options
 @json_option
 def plan_check_command(
-    source: Path, reservation_used: float, strict: bool, pilot: Path | None, as_json: bool
+    source: Path,
+    reservation_used: float,
+    strict: bool,
+    pilot: Path | None,
+    verbosity: int,
+    as_json: bool,
 ) -> None:
     """Check SOURCE (a plan JSON file, or a bundle's plan in force): does every deadline fit?"""
     from bundler.campaign.plan_check import check_plan
@@ -159,6 +186,6 @@ def plan_check_command(
         if as_json:
             emit_json({"source": label, **result.to_dict()})
         else:
-            _print_check(label, result)
+            _print_check(label, result, verbosity)
         failed = bool(result.errors) or (strict and bool(result.warnings))
         sys.exit(2 if failed else 0)

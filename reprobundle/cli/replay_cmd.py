@@ -14,7 +14,16 @@ from typing import Any
 
 import click
 
-from reprobundle.cli.common import cli_errors, emit_json, examples, say_lines
+from reprobundle.cli.common import (
+    QUIET,
+    VERBOSE,
+    cli_errors,
+    emit_json,
+    examples,
+    say,
+    say_lines,
+    verbosity_options,
+)
 from reprobundle.cli.replay_options import ReplayArgs, replay_args, replay_options, run_replay
 
 __all__ = ["REPLAY_EXIT_HELP", "replay_command"]
@@ -25,7 +34,8 @@ Exit codes:
   1  integrity: tampered or malformed bundle, or tables that break the table
      contract; unsigned or untrusted without --allow-unsigned; with --media,
      media that differ from their sealed digests
-  2  usage: bad arguments, unreadable key
+  2  usage: bad arguments, bundle missing, no --key/--trusted-keys and no
+     --allow-unsigned, unreadable key
   3  could not run: I/O error
   4  CONTRADICTED: a claim contradicted, a gate failed, a deviation from the frozen
      plan, mixed attempts; a re-scored output failing or not decoding; a rerun
@@ -35,7 +45,7 @@ Exit codes:
 """
 
 
-def _run(args: ReplayArgs, *, as_json: bool, markdown: Path | None, verbose: bool = False) -> int:
+def _run(args: ReplayArgs, *, as_json: bool, markdown: Path | None, verbosity: int) -> int:
     from bundler._internal.atomic import atomic_write_bytes
 
     verified, result = run_replay(args)
@@ -43,10 +53,12 @@ def _run(args: ReplayArgs, *, as_json: bool, markdown: Path | None, verbose: boo
         from replay.report.json_view import result_to_dict
 
         emit_json(result_to_dict(result))
+    elif verbosity <= QUIET:
+        say(f"{args.bundle}: {result.outcome} (exit {result.exit_code})")
     else:
         from replay.report.text import render_lines
 
-        say_lines(render_lines(result, verbose=verbose))
+        say_lines(render_lines(result, verbose=verbosity >= VERBOSE))
     if markdown is not None:
         # The same pipeline as `bundle report --format md`: one report, author text
         # neutralised (closing syntax, @-mentions) before it reaches a PR body.
@@ -72,14 +84,12 @@ def _run(args: ReplayArgs, *, as_json: bool, markdown: Path | None, verbose: boo
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also write the report as Markdown to this file (atomically).",
 )
-@click.option(
-    "-v", "--verbose", is_flag=True, help="Print every section's tables, not just the summary."
-)
+@verbosity_options
 def replay_command(
     bundle: Path,
     as_json: bool,
     markdown: Path | None,
-    verbose: bool,
+    verbosity: int,
     **shared: Any,  # the options of replay_options, for replay_args
 ) -> None:
     """Re-derive every statistic, verdict and claim of BUNDLE, offline.
@@ -94,5 +104,5 @@ def replay_command(
     code = 0
     with cli_errors(as_json):
         args = replay_args(bundle, as_json=as_json, **shared)
-        code = _run(args, as_json=as_json, markdown=markdown, verbose=verbose)
+        code = _run(args, as_json=as_json, markdown=markdown, verbosity=verbosity)
     sys.exit(code)

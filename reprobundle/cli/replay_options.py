@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from bundler.errors import IntegrityError, UsageError
+from bundler.errors import UntrustedError, UsageError
 from reprobundle.cli.common import ProgressBar, load_trust, trust_options
 
 if TYPE_CHECKING:
@@ -182,10 +182,11 @@ def _open(path: Path, args: ReplayArgs) -> VerifiedBundle:
 
     try:
         return open_verified(path, trust=args.trust)
-    except IntegrityError as exc:
-        if exc.problems:
-            raise
-        raise IntegrityError(f"{exc.message}; {_TRUST_HINT}") from exc
+    except UntrustedError as exc:
+        # Only here is a key (or --allow-unsigned) the remedy: a damaged bundle is refused
+        # with --allow-unsigned too, and its error says what is damaged instead.
+        message = exc.message.split(" (pass the signer", 1)[0]
+        raise UntrustedError(f"{message}; {_TRUST_HINT}", exc.problems) from exc
 
 
 def run_replay(args: ReplayArgs) -> tuple[VerifiedBundle, ReplayResult]:

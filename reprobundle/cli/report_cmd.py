@@ -16,7 +16,16 @@ from typing import Any
 import click
 
 from bundler.errors import UsageError
-from reprobundle.cli.common import cli_errors, emit_json, examples, say
+from reprobundle.cli.common import (
+    QUIET,
+    VERBOSE,
+    cli_errors,
+    emit_json,
+    examples,
+    say,
+    say_lines,
+    verbosity_options,
+)
 from reprobundle.cli.replay_options import ReplayArgs, replay_args, replay_options, run_replay
 
 __all__ = ["REPORT_EXIT_HELP", "report_command"]
@@ -28,7 +37,8 @@ Exit codes (the report is written for 0, 1 with --media, 4 and 5):
      contract (nothing written); unsigned or untrusted without --allow-unsigned
      (nothing written); with --media, media that differ from their sealed
      digests (written)
-  2  usage: bad arguments, unreadable key
+  2  usage: bad arguments, bundle missing, no --key/--trusted-keys and no
+     --allow-unsigned, unreadable key
   3  could not run: I/O error, matplotlib missing (HTML)
   4  written; CONTRADICTED: a claim contradicted, a gate failed, a deviation from the
      plan, mixed attempts, a re-scored output failing, a rerun not reproducing
@@ -36,7 +46,7 @@ Exit codes (the report is written for 0, 1 with --media, 4 and 5):
 """
 
 
-def _run(args: ReplayArgs, *, output: Path, fmt: str, as_json: bool) -> int:
+def _run(args: ReplayArgs, *, output: Path, fmt: str, as_json: bool, verbosity: int) -> int:
     from bundler._internal.atomic import atomic_write_bytes
     from replay.report.html.render import render_report
 
@@ -64,6 +74,9 @@ def _run(args: ReplayArgs, *, output: Path, fmt: str, as_json: bool) -> int:
             }
         )
         return int(r.exit_code)
+    if verbosity <= QUIET:
+        say(f"wrote {output}: {r.outcome} (exit {r.exit_code})")
+        return int(r.exit_code)
     say(
         f"wrote {output} ({fmt}, {len(data):,} bytes): {r.outcome} (exit {r.exit_code}) — "
         + "; ".join(r.checks_done())
@@ -74,6 +87,12 @@ def _run(args: ReplayArgs, *, output: Path, fmt: str, as_json: bool) -> int:
         say(f"  ? {why}")
     if r.not_evidenced():
         say(f"  - not evidenced: {', '.join(r.not_evidenced())}")
+    if verbosity >= VERBOSE:
+        from replay.report.text import render_lines
+
+        # The report's content as terminal text: every section, as `bundle replay -v` prints it.
+        say("")
+        say_lines(render_lines(r, verbose=True))
     return int(r.exit_code)
 
 
@@ -103,11 +122,13 @@ def _run(args: ReplayArgs, *, output: Path, fmt: str, as_json: bool) -> int:
 )
 @replay_options("Report on a bundle no trusted key signed; every section says so.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
+@verbosity_options
 def report_command(
     bundle: Path,
     output: Path,
     fmt: str,
     as_json: bool,
+    verbosity: int,
     **shared: Any,  # the options of replay_options, for replay_args
 ) -> None:
     """Write a report of BUNDLE that people read: HTML with charts, or Markdown.
@@ -123,5 +144,5 @@ def report_command(
     code = 0
     with cli_errors(as_json):
         args = replay_args(bundle, as_json=as_json, **shared)
-        code = _run(args, output=output, fmt=fmt, as_json=as_json)
+        code = _run(args, output=output, fmt=fmt, as_json=as_json, verbosity=verbosity)
     sys.exit(code)

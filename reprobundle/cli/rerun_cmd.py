@@ -15,6 +15,7 @@ import click
 
 from bundler.errors import UsageError
 from reprobundle.cli.common import (
+    QUIET,
     cli_errors,
     emit_json,
     examples,
@@ -22,6 +23,7 @@ from reprobundle.cli.common import (
     load_trust,
     say,
     trust_options,
+    verbosity_options,
 )
 
 if TYPE_CHECKING:
@@ -36,8 +38,8 @@ RERUN_EXIT_HELP = """\b
 Exit codes:
   0  the attempt was accepted: every arm position ran and every request succeeded
   1  integrity: the bundle does not verify, or is not trusted (--key / --allow-unsigned)
-  2  usage: bad arguments, a missing target or input, an input path outside --inputs,
-     --launch without --launch-command or --run-bundle-launch-command, a plan
+  2  usage: bad arguments, bundle missing, a missing target or input, an input path
+     outside --inputs, --launch without --launch-command or --run-bundle-launch-command, a plan
      launch.<arm>.env variable refused for your --launch-command, a runtime
      commit mismatch at an endpoint (nothing was started or written)
   3  the attempt was interrupted (reservation watchdog, SIGTERM, SIGINT), or I/O error
@@ -50,15 +52,16 @@ _EXIT_REJECTED = 4
 
 def _open_bundle(bundle: Path, options: RerunOptions) -> VerifiedBundle:
     """Open and verify BUNDLE once (``open_verified``), adding the trust options to a refusal."""
-    from bundler.errors import IntegrityError
+    from bundler.errors import UntrustedError
     from bundler.verified import open_verified
 
     try:
         return open_verified(bundle, trust=options.trust)
-    except IntegrityError as exc:
-        if exc.problems or type(exc) is not IntegrityError:
-            raise
-        raise IntegrityError(f"{exc.message}; give a trusted --key or --allow-unsigned") from exc
+    except UntrustedError as exc:
+        # Key advice only where a key is what is missing; a damaged bundle says what is damaged.
+        raise UntrustedError(
+            f"{exc.message}; give a trusted --key or --allow-unsigned", exc.problems
+        ) from exc
 
 
 def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
@@ -71,7 +74,14 @@ def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
     return out
 
 
-def _print_dry_run(prep: PreparedRerun) -> None:
+def _print_dry_run(prep: PreparedRerun, verbosity: int) -> None:
+    status = "passes" if prep.check.ok else "FAILS"
+    if verbosity <= QUIET:
+        say(
+            f"dry run: {len(prep.schedule)} arm positions, {prep.total_requests} requests; "
+            f"plan check {status}"
+        )
+        return
     say(
         f"frozen plan {prep.source.plan_name} of {prep.source.campaign.get('id')}: "
         f"{len(prep.schedule)} arm positions, {prep.total_requests} requests, api {prep.api}, "
@@ -95,16 +105,15 @@ def _print_dry_run(prep: PreparedRerun) -> None:
             f"({low / 3600:.2f} h); at most {high:,.0f} s ({high / 3600:.2f} h) with every "
             "start-up and teardown budget used"
         )
-    status = "passes" if prep.check.ok else "FAILS"
     say(
         f"  plan check {status}: {len(prep.check.errors)} error(s), "
         f"{len(prep.check.warnings)} warning(s) (bundle plan check for details)"
     )
 
 
-def _show_dry_run(prep: PreparedRerun, as_json: bool) -> None:
+def _show_dry_run(prep: PreparedRerun, as_json: bool, verbosity: int) -> None:
     if not as_json:
-        _print_dry_run(prep)
+        _print_dry_run(prep, verbosity)
         return
     emit_json(
         {
@@ -140,11 +149,17 @@ def _show_event(e: RerunEvent) -> None:
     say(f"{count}{e.kind}: {e.message}", err=True)
 
 
-def _show_result(result: RerunResult, as_json: bool) -> None:
+def _no_event(e: RerunEvent) -> None:
+    del e
+
+
+def _show_result(result: RerunResult, as_json: bool, verbosity: int) -> None:
     if as_json:
         emit_json({"ok": result.status == "accepted", **result.to_dict()})
         return
     say(f"rerun {result.attempt_id} -> {result.out_dir}: {result.status.upper()}")
+    if verbosity <= QUIET:
+        return
     if result.reason:
         say(f"  reason   {result.reason}")
     say("  rows     " + ", ".join(f"{k} {v}" for k, v in result.counts.items()))
@@ -243,6 +258,7 @@ def _show_result(result: RerunResult, as_json: bool) -> None:
 @click.option(
     "--dry-run", is_flag=True, help="Show the schedule, commands and estimate; run nothing."
 )
+@verbosity_options
 @json_option
 def rerun_command(
     bundle: Path,
@@ -263,6 +279,7 @@ def rerun_command(
     reservation_used: float,
     accelerator: str | None,
     dry_run: bool,
+    verbosity: int,
     as_json: bool,
 ) -> None:
     """Execute BUNDLE's frozen plan against real servers; write a rerun campaign into -o.
@@ -303,7 +320,7 @@ def rerun_command(
         check_launch_consent(options, dry_run=dry_run)
         verified = _open_bundle(bundle, options)
         if dry_run:
-            _show_dry_run(prepare_rerun(verified, options), as_json)
+            _show_dry_run(prepare_rerun(verified, options), as_json, verbosity)
             return
         prepared = prepare_rerun(verified, options)
         if run_bundle_launch_command:
@@ -315,12 +332,13 @@ def rerun_command(
                 verified,
                 out_dir,
                 options,
-                progress=_show_event,
+                # -q: the result line only; progress events are detail.
+                progress=_show_event if verbosity > QUIET else _no_event,
                 control=control,
                 prepared=prepared,
             )
         finally:
             restore()
-        _show_result(result, as_json)
+        _show_result(result, as_json, verbosity)
         codes = {"accepted": 0, "rejected": _EXIT_REJECTED, "interrupted": 3}
         sys.exit(codes[result.status])

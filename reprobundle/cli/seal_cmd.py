@@ -30,8 +30,8 @@ __all__ = ["SEAL_EXIT_HELP", "seal_command"]
 
 SEAL_EXIT_HELP = exits(
     "0  bundle written",
-    "2  invalid campaign (each problem named by file, record, field), key unreadable,",
-    "   --key/--unsigned missing or both, output exists (no --force)",
+    "2  campaign missing or invalid (each problem named by file, record, field), key",
+    "   unreadable, --key/--unsigned missing or both, output exists (no --force)",
     "3  cannot read a carried file or write the output",
 )
 
@@ -117,10 +117,24 @@ def seal_command(
         if as_json:
             emit_json({"ok": True, **res.__dict__})
             return
-        _print_seal(res, verbosity)
+        _print_seal(res, verbosity, campaign_dir)
 
 
-def _print_seal(res: SealResult, verbosity: int) -> None:
+def _plan_warning(warning: str, verbosity: int, campaign_dir: Path) -> str:
+    """A plan-check warning in one line, unless -v: where, field and code, and where to read more.
+
+    Seal's plan warnings read ``PLAN, field 'F': plan check warning [CODE]: WHY``
+    (``bundler.campaign.plan_check.seal_plan_findings``); WHY runs to hundreds of
+    characters and ``bundle plan check`` prints it with the schedule that explains it.
+    """
+    head, sep, _ = warning.partition("]: ")
+    if not sep or verbosity >= VERBOSE:
+        return warning
+    plan = campaign_dir / head.split(", field ", 1)[0]
+    return f"{head}]; details: bundle plan check {plan} (or seal -v)"
+
+
+def _print_seal(res: SealResult, verbosity: int, campaign_dir: Path) -> None:
     say(
         verdict("SEALED", "good"),
         f" {res.campaign_id} -> {res.output} ({res.bundle_bytes:,} bytes; "
@@ -139,7 +153,7 @@ def _print_seal(res: SealResult, verbosity: int) -> None:
     say(f"  scrubbed {scrubbed} value(s) in {len(res.sanitization)} field(s)")
     say("  signers  " + (", ".join(res.signers) if res.signers else "none (unsigned)"))
     for w in res.warnings:
-        say(f"  warning: {w}", err=True)
+        say(f"  warning: {_plan_warning(w, verbosity, campaign_dir)}", err=True)
     findings = res.findings if verbosity >= VERBOSE else res.findings[:5]
     for f in findings:
         say(

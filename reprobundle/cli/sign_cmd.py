@@ -25,7 +25,8 @@ __all__ = ["SIGN_EXIT_HELP", "sign_command"]
 SIGN_EXIT_HELP = exits(
     "0  signature added (countersigned, or ADOPTED with --force-adopt)",
     "1  the bundle has an integrity problem, or no trusted key verified a signature",
-    "2  key unreadable or wrong, that key already signed, no trust option given",
+    "2  bundle missing, key unreadable or not Ed25519, that key already signed, no",
+    "   trust option given",
     "3  cannot read or write",
 )
 

@@ -36,9 +36,11 @@ __all__ = ["VERIFY_EXIT_HELP", "verify_command", "verify_verdict"]
 VERIFY_EXIT_HELP = exits(
     "0  intact, and a trusted key verified a signature (VERIFIED); with",
     "   --allow-unsigned also intact but untrusted (UNTRUSTED)",
-    "1  any integrity problem, or unsigned/untrusted without --allow-unsigned",
-    "2  no --key/--trusted-keys and no --allow-unsigned; unreadable key; bad --media",
-    "3  the bundle cannot be read",
+    "1  any integrity problem, or unsigned/untrusted without --allow-unsigned (a",
+    "   key given that verifies no signature: NOT VERIFIED, the key named)",
+    "2  bundle missing; no --key/--trusted-keys and no --allow-unsigned; unreadable",
+    "   key; bad --media",
+    "3  the bundle exists but cannot be read",
 )
 
 
@@ -148,6 +150,9 @@ _HEADLINE = {
     "verified": "VERIFIED",
     "failed": "FAILED",
     "untrusted": "UNTRUSTED (intact, but no trusted key verified a signature)",
+    # Keys were given and none verified, without --allow-unsigned: refused (exit 1),
+    # unlike "untrusted", which --allow-unsigned accepts (exit 0).
+    "wrong key": "NOT VERIFIED (intact, but no key given verified a signature)",
 }
 
 
@@ -174,11 +179,34 @@ def _signature_lines(signatures: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def _headline_word(rep: VerifyReport) -> str:
+    from bundler.verify import is_trust_problem
+
+    if rep.problems and all(is_trust_problem(p) for p in rep.problems):
+        return "wrong key"
+    return str(verify_verdict(rep)["verdict"])
+
+
+def _members_line(rep: VerifyReport, listed: int) -> str:
+    from bundler.verify import is_trust_problem
+
+    if rep.format_version is None:
+        # No manifest could be read (a corrupt container, or a manifest that does not
+        # parse): there is no member count to give, only that nothing was checked.
+        return "  members    not checked: no readable manifest"
+    damaged = any(not is_trust_problem(p) for p in rep.problems)
+    return (
+        f"  members    {listed} files in the manifest"
+        + ("" if damaged else ", every digest matches")
+        + " (the container also holds the manifest and the signature envelope)"
+    )
+
+
 def _print_verify(rep: VerifyReport, verbosity: int) -> None:
     d = rep.to_dict()
     camp = d["campaign"]
-    word = verify_verdict(rep)["verdict"]
-    tone = {"verified": "good", "failed": "bad", "untrusted": "warn"}[word]
+    word = _headline_word(rep)
+    tone = {"verified": "good", "failed": "bad", "untrusted": "warn", "wrong key": "bad"}[word]
     say(f"{d['path']}: ", verdict(_HEADLINE[word], tone))
     for p in rep.problems:
         say(f"  problem    {p}")
@@ -195,11 +223,7 @@ def _print_verify(rep: VerifyReport, verbosity: int) -> None:
         )
     )
     say_lines(_signature_lines(d["signatures"]))
-    say(
-        f"  members    {len(d['members'])} files in the manifest"
-        + ("" if rep.problems else ", every digest matches")
-        + " (the container also holds the manifest and the signature envelope)"
-    )
+    say(_members_line(rep, len(d["members"])))
     if verbosity >= VERBOSE:
         for m in d["members"]:
             say(f"    {m.get('size', 0):>10,}  {m.get('role', '')!s:<8} {m['path']}")

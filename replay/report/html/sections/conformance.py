@@ -25,6 +25,23 @@ def conformance_section(r: ReplayResult) -> Section:
             "not checked",
             "warn",
         )
+    if c.empty:
+        return Section(
+            "conformance",
+            "Plan conformance",
+            (
+                Para(
+                    rich(
+                        f"Not evidenced: attempt {c.attempt} has no warmup or measured receipt "
+                        f"to compare with plan {c.plan_id}."
+                    ),
+                    "warn",
+                ),
+            ),
+            r.limits("conformance"),
+            "not evidenced",
+            "warn",
+        )
     rows = tuple(
         (
             cell(str(i), num=True),
