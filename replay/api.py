@@ -38,7 +38,7 @@ from replay.sections.attempts import accepted_attempt as find_accepted
 from replay.sections.claims import ClaimsResult, check_claims, contradict_by_media
 from replay.sections.conformance import check_conformance
 from replay.sections.stats import StatsCache
-from replay.serving.summary import summarize
+from replay.serving.summary import compare, summarize
 
 __all__ = [
     "MediaRequest",
@@ -131,6 +131,12 @@ def _derive(
         quality=stats.quality,
         claims=check_claims(inputs, cache, accepted),
         serving=serving,
+        serving_changes=compare(
+            inputs.serving,
+            inputs.arms_with_role("baseline"),
+            inputs.arms_with_role("candidate"),
+        ),
+        serving_campaign=inputs.serving is not None,
         inputs=inputs,
     )
     return result, cache
