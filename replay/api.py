@@ -38,7 +38,8 @@ from replay.sections.attempts import accepted_attempt as find_accepted
 from replay.sections.claims import ClaimsResult, check_claims, contradict_by_media
 from replay.sections.conformance import check_conformance
 from replay.sections.stats import StatsCache
-from replay.serving.summary import compare, summarize
+from replay.serving.summary import compare as compare_serving
+from replay.serving.summary import summarize
 
 __all__ = [
     "MediaRequest",
@@ -131,7 +132,7 @@ def _derive(
         quality=stats.quality,
         claims=check_claims(inputs, cache, accepted),
         serving=serving,
-        serving_changes=compare(
+        serving_changes=compare_serving(
             inputs.serving,
             inputs.arms_with_role("baseline"),
             inputs.arms_with_role("candidate"),

@@ -31,6 +31,7 @@ from replay.sections.latency import LatencyResult
 from replay.sections.lifecycle import LifecycleResult
 from replay.sections.quality import QualityResult
 from replay.sections.telemetry import TelemetryResult
+from replay.serving.summary import LIMITS as SERVING_LIMITS
 from replay.serving.summary import ServingChange, ServingPoint
 
 if TYPE_CHECKING:
@@ -136,6 +137,8 @@ class ReplayResult:
             return () if self.media is None else self.media.limits
         if section == "against":
             return () if self.against is None else self.against.limits
+        if section == "serving":
+            return SERVING_LIMITS
         own: tuple[str, ...] = getattr(self, section).limits
         if section == "integrity":
             n = self.integrity.external

@@ -17,7 +17,20 @@ from replay.engine.exact import Exact, to_double
 from replay.serving.inputs import ServingData
 from replay.serving.stats import RunStats, throughput
 
-__all__ = ["METRICS", "ServingChange", "ServingDelta", "ServingPoint", "compare", "summarize"]
+__all__ = [
+    "LIMITS",
+    "METRICS",
+    "ServingChange",
+    "ServingDelta",
+    "ServingPoint",
+    "compare",
+    "summarize",
+]
+
+LIMITS = (
+    "Re-derived from the benchmark tool's per-request arrays; the load is what the tool "
+    "recorded it was asked for. Hardware not re-run.",
+)
 
 
 @dataclass(frozen=True)
