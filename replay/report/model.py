@@ -570,9 +570,7 @@ def _serving(r: ReplayResult) -> list[TextSection]:
     )
     blocks: list[str | TextTable] = [TextTable(headers, rows)]
     blocks += [x.strip() for x in serving_headline(r)]
-    return [
-        TextSection("Serving (latency against throughput)", tuple(blocks), r.limits("serving"))
-    ]
+    return [TextSection("Serving (latency against throughput)", tuple(blocks), r.limits("serving"))]
 
 
 def _extras(r: ReplayResult) -> list[TextSection]:

@@ -7,13 +7,18 @@ same numbers, so the Markdown form (no charts) says the same.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from replay.report.html.charts.svg import clean_svg, matplotlib_figures, save_svg
 from replay.report.html.view import Block, Chart, Para, Section, Table, cell, rich
 from replay.report.serving_fmt import figure_text
 from replay.result import ReplayResult
 from replay.serving.summary import ServingPoint
 
-__all__ = ["CHART_ID", "serving_section"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["CHART_ID", "serving_figure", "serving_section"]
 
 CHART_ID = "serving-curve"
 # Drawn at about a phone's width, with text at least 9.5 pt: shown at its natural size on a
@@ -23,33 +28,36 @@ _TEXT_PT = 10.0
 _LABEL_PT = 9.5
 
 
+def serving_figure(figure_class: type[Figure], points: tuple[ServingPoint, ...]) -> Figure:
+    """p99 TTFT against output tokens/s, one line per arm, both axes from zero (not saved)."""
+    fig = figure_class(figsize=_SIZE)
+    ax = fig.subplots()
+    x_max = y_max = 0.0
+    for arm in sorted({p.arm for p in points}):
+        xy = [
+            (p.output_tokens_per_s, p.ttft_p99_ms, p.load_point)
+            for p in points
+            if p.arm == arm and p.output_tokens_per_s is not None and p.ttft_p99_ms is not None
+        ]
+        ax.plot([x for x, _, _ in xy], [y for _, y, _ in xy], marker="o", label=arm)
+        for x, y, lp in xy:
+            x_max, y_max = max(x_max, x), max(y_max, y)
+            ax.annotate(lp, (x, y), xytext=(4, 4), textcoords="offset points", fontsize=_LABEL_PT)
+    # From zero on both axes: a change between arms is seen at its true size.
+    ax.set_xlim(0, (x_max or 1.0) * 1.18)
+    ax.set_ylim(0, (y_max or 1.0) * 1.18)
+    ax.grid(True, axis="both")
+    ax.set_xlabel("output tokens/s", fontsize=_TEXT_PT)
+    ax.set_ylabel("p99 TTFT (ms)", fontsize=_TEXT_PT)
+    ax.tick_params(labelsize=_TEXT_PT)
+    ax.legend(fontsize=_TEXT_PT, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
 def _svg(points: tuple[ServingPoint, ...]) -> str:
     with matplotlib_figures() as figure_class:
-        fig = figure_class(figsize=_SIZE)
-        ax = fig.subplots()
-        x_max = y_max = 0.0
-        for arm in sorted({p.arm for p in points}):
-            xy = [
-                (p.output_tokens_per_s, p.ttft_p99_ms, p.load_point)
-                for p in points
-                if p.arm == arm and p.output_tokens_per_s is not None and p.ttft_p99_ms is not None
-            ]
-            ax.plot([x for x, _, _ in xy], [y for _, y, _ in xy], marker="o", label=arm)
-            for x, y, lp in xy:
-                x_max, y_max = max(x_max, x), max(y_max, y)
-                ax.annotate(
-                    lp, (x, y), xytext=(4, 4), textcoords="offset points", fontsize=_LABEL_PT
-                )
-        # From zero on both axes: a change between arms is seen at its true size.
-        ax.set_xlim(0, (x_max or 1.0) * 1.18)
-        ax.set_ylim(0, (y_max or 1.0) * 1.18)
-        ax.grid(True, axis="both")
-        ax.set_xlabel("output tokens/s", fontsize=_TEXT_PT)
-        ax.set_ylabel("p99 TTFT (ms)", fontsize=_TEXT_PT)
-        ax.tick_params(labelsize=_TEXT_PT)
-        ax.legend(fontsize=_TEXT_PT, loc="lower right")
-        fig.tight_layout()
-        svg = save_svg(fig)
+        svg = save_svg(serving_figure(figure_class, points))
     return clean_svg(
         svg, CHART_ID, "p99 time to first token against output-token throughput, per arm"
     )
