@@ -65,8 +65,8 @@ p.good { color: var(--good); }
 p.bad { color: var(--bad); }
 p.warn { color: var(--warn); }
 p.note { color: var(--muted); font-size: 13px; }
-span.good { color: var(--good); font-weight: 600; }
-span.bad { color: var(--bad); font-weight: 600; }
+span.good { color: var(--good); font-weight: 600; white-space: nowrap; }
+span.bad { color: var(--bad); font-weight: 600; white-space: nowrap; }
 span.warn { color: var(--warn); font-weight: 600; }
 code { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12px;
   background: var(--panel); padding: 0 3px; border-radius: 3px; overflow-wrap: break-word; }

@@ -33,7 +33,7 @@ def serving_figure(figure_class: type[Figure], points: tuple[ServingPoint, ...])
     fig = figure_class(figsize=_SIZE)
     ax = fig.subplots()
     x_max = y_max = 0.0
-    for arm in sorted({p.arm for p in points}):
+    for i, arm in enumerate(sorted({p.arm for p in points})):
         xy = [
             (p.output_tokens_per_s, p.ttft_p99_ms, p.load_point)
             for p in points
@@ -42,7 +42,9 @@ def serving_figure(figure_class: type[Figure], points: tuple[ServingPoint, ...])
         ax.plot([x for x, _, _ in xy], [y for _, y, _ in xy], marker="o", label=arm)
         for x, y, lp in xy:
             x_max, y_max = max(x_max, x), max(y_max, y)
-            ax.annotate(lp, (x, y), xytext=(4, 4), textcoords="offset points", fontsize=_LABEL_PT)
+            # Arms alternate above and below their points: close curves keep their labels apart.
+            off = (5, 5) if i % 2 == 0 else (5, -5 - _LABEL_PT)
+            ax.annotate(lp, (x, y), xytext=off, textcoords="offset points", fontsize=_LABEL_PT)
     # From zero on both axes: a change between arms is seen at its true size.
     ax.set_xlim(0, (x_max or 1.0) * 1.18)
     ax.set_ylim(0, (y_max or 1.0) * 1.18)
