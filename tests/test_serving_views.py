@@ -280,3 +280,35 @@ def test_latency_throughput_chart_is_near_the_top_from_zero(
     svg = re.search(r"<svg\b.*?</svg>", html[head_end:], re.DOTALL)
     assert svg is not None and 'id="serving-curve-title"' in svg.group(0)
     assert _smallest_text_px(svg.group(0), PHONE_COLUMN_PX) >= 10
+
+
+def test_figures_beyond_a_double_are_not_re_derivable_never_infinity(tmp_path: Path) -> None:
+    # Valid but absurd: end-to-end latencies near the largest double. In ms they leave
+    # the range of a double; the JSON used to carry Infinity (not JSON at all).
+    for run in ("base-c2", "cand-c2"):
+        d = json.loads((REAL / "vllm-0.33.0" / f"{run}.json").read_text())
+        if run == "cand-c2":
+            d["latencies"] = [1e307 for _ in d["latencies"]]
+        (tmp_path / f"{run}.json").write_text(json.dumps(d))
+    args: list[str | Path] = ["import", "vllm", "-o", tmp_path / "camp"]
+    args += [
+        "--arm",
+        f"base={tmp_path / 'base-c2.json'}",
+        "--arm",
+        f"cand={tmp_path / 'cand-c2.json'}",
+    ]
+    assert _cli(*args, "--commit", "base=aaaaaaa", "--commit", "cand=bbbbbbb").returncode == 0
+    assert _cli("seal", tmp_path / "camp", "-o", tmp_path / "b", "--unsigned").returncode == 0
+    rep = _cli("replay", tmp_path / "b", "--allow-unsigned", "--json")
+    assert rep.returncode == 4 and "Traceback" not in rep.stderr  # the E2E claims contradicted
+
+    def refuse(name: str) -> None:
+        raise AssertionError(f"{name} in --json")
+
+    doc = json.loads(rep.stdout, parse_constant=refuse)
+    cand = next(p for p in doc["serving"] if p["arm"] == "cand")
+    assert cand["e2el_p99_ms"] is None and cand["ttft_p99_ms"] is not None
+    e2e = next(d for d in doc["serving_changes"][0]["deltas"] if d["metric"] == "e2el_p99_ms")
+    assert e2e["candidate"] is None and e2e["change_pct"] is None
+    text = _cli("replay", tmp_path / "b", "--allow-unsigned").stdout
+    assert "p99 E2E latency " in text and " ms → not re-derivable;" in text

@@ -28,6 +28,13 @@ def delta_text(d: ServingDelta) -> str:
     """``p99 TTFT 57.58 → 33.60 ms (-41.65 %)``."""
     if d.baseline is None and d.candidate is None:
         return f"{d.label} {NOT_REDERIVABLE}"
+    if d.baseline is None or d.candidate is None:
+        # The unit goes with the one figure there is: "12.78 ms → not re-derivable".
+        b, c = (
+            NOT_REDERIVABLE if v is None else f"{figure_text(v)} {d.unit}"
+            for v in (d.baseline, d.candidate)
+        )
+        return f"{d.label} {b} → {c}"
     head = f"{d.label} {figure_text(d.baseline)} → {figure_text(d.candidate)} {d.unit}"
     return head if d.change_pct is None else f"{head} ({change_text(d.change_pct)})"
 

@@ -109,7 +109,14 @@ def _exact(rs: RunStats) -> dict[str, Fraction | None]:
 
 
 def _double(v: Fraction | None) -> float | None:
-    return None if v is None else to_double(v)
+    """The nearest double; None when there is none (not re-derivable, or a valid but
+    absurd value beyond the range of a double: its claims keep the exact text)."""
+    if v is None:
+        return None
+    try:
+        return to_double(v)
+    except OverflowError:
+        return None
 
 
 def summarize(data: ServingData | None) -> tuple[ServingPoint, ...]:
