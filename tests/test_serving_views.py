@@ -89,6 +89,10 @@ def views(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]
             got[name] = rep.stdout
         got["md"] = _report(bundle, "md")
         got["html"] = _report(bundle, "html")
+        said = _cli("report", bundle, "--allow-unsigned", "-o", tmp / "again.html")
+        got["report"] = said.stdout
+        said = _cli("report", bundle, "--allow-unsigned", "-o", tmp / "again.html", "--json")
+        got["report-json"] = said.stdout
         out[tool] = got
     return out
 
@@ -111,7 +115,7 @@ def _json_strings(doc: Any) -> list[str]:
 
 def _readable(view: str, text: str) -> list[str]:
     """The text a person reads in ``view``: lines, JSON strings, or the page's visible text."""
-    if view == "json":
+    if view in ("json", "report-json"):
         doc = json.loads(text)
         return _json_strings(doc)
     if view == "html":
@@ -121,7 +125,7 @@ def _readable(view: str, text: str) -> list[str]:
 
 
 @pytest.mark.parametrize("tool", TOOLS)
-@pytest.mark.parametrize("view", ["text", "verbose", "json", "md", "html"])
+@pytest.mark.parametrize("view", ["text", "verbose", "json", "md", "html", "report", "report-json"])
 def test_no_view_shows_none_empty_lists_or_untrue_zeros(
     views: dict[str, dict[str, str]], tool: str, view: str
 ) -> None:

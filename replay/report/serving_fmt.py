@@ -9,7 +9,14 @@ from __future__ import annotations
 from replay.result import ReplayResult
 from replay.serving.summary import ServingChange, ServingDelta
 
-__all__ = ["change_text", "delta_text", "figure_text", "serving_headline"]
+__all__ = [
+    "NOT_REDERIVABLE",
+    "change_line",
+    "change_text",
+    "delta_text",
+    "figure_text",
+    "serving_headline",
+]
 
 NOT_REDERIVABLE = "not re-derivable"
 
