@@ -38,6 +38,7 @@ from replay.sections.attempts import accepted_attempt as find_accepted
 from replay.sections.claims import ClaimsResult, check_claims, contradict_by_media
 from replay.sections.conformance import check_conformance
 from replay.sections.stats import StatsCache
+from replay.serving.summary import compare as compare_serving
 from replay.serving.summary import summarize
 
 __all__ = [
@@ -131,6 +132,12 @@ def _derive(
         quality=stats.quality,
         claims=check_claims(inputs, cache, accepted),
         serving=serving,
+        serving_changes=compare_serving(
+            inputs.serving,
+            inputs.arms_with_role("baseline"),
+            inputs.arms_with_role("candidate"),
+        ),
+        serving_campaign=inputs.serving is not None,
         inputs=inputs,
     )
     return result, cache

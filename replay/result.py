@@ -31,7 +31,8 @@ from replay.sections.latency import LatencyResult
 from replay.sections.lifecycle import LifecycleResult
 from replay.sections.quality import QualityResult
 from replay.sections.telemetry import TelemetryResult
-from replay.serving.summary import ServingPoint
+from replay.serving.summary import LIMITS as SERVING_LIMITS
+from replay.serving.summary import ServingChange, ServingPoint
 
 if TYPE_CHECKING:
     # Types only: the media package loads numpy and scipy, and the rerun comparison
@@ -110,6 +111,11 @@ class ReplayResult:
     media: MediaReplayResult | None = None
     against: RerunComparison | None = None
     serving: tuple[ServingPoint, ...] = ()
+    serving_changes: tuple[ServingChange, ...] = ()
+    """Baseline → candidate per load point (p99 TTFT, TPOT, E2E latency, throughput)."""
+    serving_campaign: bool = False
+    """The bundle is a serving campaign (``files/serving.json``): its result is per load
+    point from the benchmark tool's files, not per server from receipts."""
     inputs: ReplayInputs | None = field(default=None, repr=False, compare=False)
     """The decoded inputs the sections were derived from (the report's other sections
     read them rather than decoding the bundle again); no view serializes them."""
@@ -131,6 +137,8 @@ class ReplayResult:
             return () if self.media is None else self.media.limits
         if section == "against":
             return () if self.against is None else self.against.limits
+        if section == "serving":
+            return SERVING_LIMITS
         own: tuple[str, ...] = getattr(self, section).limits
         if section == "integrity":
             n = self.integrity.external
@@ -200,6 +208,42 @@ class ReplayResult:
             out.append("plan conformance (no frozen plan)")
         out += list(self.conformance.not_evidenced)
         return tuple(out)
+
+    def not_applicable(self, section: str) -> str | None:
+        """Why ``section`` does not apply to this campaign (None: it applies).
+
+        A serving campaign is measured by a benchmark tool per load point: it has no
+        per-server receipts, worker exits or gates unless its bundle records them. Such
+        a section is still not evidenced (never a pass); this only says why nothing was
+        expected there, so that no view shows an empty table or an alarm.
+        """
+        if not self.serving_campaign:
+            return None
+        why = {
+            "latency": (
+                "serving campaign: per-request latency is per load point (serving section), "
+                "not per server",
+                self.latency.samples_used == 0,
+            ),
+            "lifecycle": (
+                "serving campaign: the benchmark tool records no worker exits",
+                self.lifecycle.total == 0,
+            ),
+            "telemetry": (
+                "serving campaign: the benchmark tool records no device telemetry",
+                not self.telemetry.peaks,
+            ),
+            "quality": (
+                "serving campaign, no gates",
+                self.quality.comparisons_total == 0 and not self.quality.gates,
+            ),
+            "scorer": (
+                "serving campaign, no gates: no learned scorer is used",
+                self.quality.comparisons_total == 0 and not self.quality.gates,
+            ),
+        }
+        text, applies = why.get(section, ("", False))
+        return f"not applicable: {text}" if applies else None
 
     def evidenced(self, section: str) -> bool:
         """False when ``section`` holds no evidence (its view says "not evidenced")."""

@@ -296,6 +296,12 @@ def result_to_dict(r: ReplayResult) -> dict[str, Any]:
         "media": _media(r),
         "against": _against(r),
         "serving": [asdict(p) for p in r.serving],
+        "serving_changes": [asdict(c) for c in r.serving_changes],
+        "not_applicable": {
+            s: why
+            for s in ("latency", "lifecycle", "telemetry", "quality", "scorer")
+            if (why := r.not_applicable(s)) is not None
+        },
     }
 
 

@@ -13,6 +13,7 @@ from bundler._internal.textsafe import safe
 from bundler._internal.timefmt import format_ns
 from replay.engine.exact import Exact, display
 from replay.report.fmt import exact_text, fixed_text, float_text
+from replay.report.serving_fmt import figure_text, serving_headline
 from replay.report.words import shout
 from replay.result import ReplayResult
 from replay.sections.claims import CONFIRMED, CONTRADICTED, UNVERIFIABLE
@@ -87,7 +88,11 @@ def headline(r: ReplayResult) -> tuple[str, ...]:
             f"{exact_text(p.speedup)}× inverse-latency speedup "
             f"(accepted attempt {r.accepted_attempt})"
         )
-    lines.append(f"{r.latency.samples_used} measured samples; {_requests(r)}")
+    lines += serving_headline(r)
+    if r.serving_campaign and r.latency.samples_used == 0:
+        lines.append(_serving_runs(r))
+    else:
+        lines.append(f"{r.latency.samples_used} measured samples; {_requests(r)}")
     facts = []
     q, lc = r.quality, r.lifecycle
     if r.evidenced("quality"):
@@ -116,7 +121,24 @@ def _arm_mean(r: ReplayResult, arm: str) -> Exact | None:
 def _requests(r: ReplayResult) -> str:
     att = next(a for a in r.attempts.attempts if a.attempt_id == r.accepted_attempt)
     phases = ", ".join(f"{k} {v}" for k, v in sorted(att.receipts_by_phase.items()))
-    return f"{att.receipts} requests ({phases})"
+    return f"{att.receipts} requests ({phases})" if phases else f"{att.receipts} requests"
+
+
+def _serving_runs(r: ReplayResult) -> str:
+    """A serving campaign's requests: the benchmark tool's, not per-server receipts."""
+    arms = sorted({p.arm for p in r.serving})
+    points = sorted({p.load_point for p in r.serving})
+    return (
+        f"{len(r.serving)} benchmark run(s): {len(points)} load point(s) × {len(arms)} arm(s), "
+        f"{sum(p.requests for p in r.serving)} requests recorded by the tool, "
+        f"{sum(p.completed for p in r.serving)} completed"
+    )
+
+
+def _not_applicable(title: str, r: ReplayResult, section: str) -> TextSection | None:
+    why = r.not_applicable(section)
+    # One line: a section that does not apply has no evidence whose limits need saying.
+    return None if why is None else TextSection(title, (why,))
 
 
 def _claims(r: ReplayResult) -> TextSection:
@@ -217,6 +239,8 @@ def _conformance(r: ReplayResult) -> TextSection:
             r,
             "conformance",
         )
+    if r.serving_campaign and not c.servers:
+        return _serving_conformance(r)
     rows = tuple(
         (
             str(i),
@@ -261,7 +285,31 @@ def _conformance(r: ReplayResult) -> TextSection:
     return TextSection("Plan conformance", tuple(blocks), r.limits("conformance"))
 
 
+def _serving_conformance(r: ReplayResult) -> TextSection:
+    """A serving plan: load points checked against the tool's settings, no servers."""
+    c = r.conformance
+    points = sorted({p.load_point for p in r.serving})
+    blocks: list[str | TextTable] = [
+        f"plan {c.plan_path} (id {c.plan_id}): {len(points)} load point(s) per arm, "
+        "compared with the benchmark tool's recorded settings",
+        *(f"checked: {x}" for x in c.checked_items),
+    ]
+    if c.deviations:
+        blocks.append(
+            TextTable(
+                ("deviation", "where", "what"),
+                tuple((d.kind, d.where, d.message) for d in c.deviations),
+            )
+        )
+    else:
+        blocks.append("deviations: none")
+    blocks += [f"warning: {w}" for w in c.warnings]
+    return TextSection("Plan conformance", tuple(blocks), r.limits("conformance"))
+
+
 def _latency(r: ReplayResult) -> TextSection:
+    if (na := _not_applicable("Latency", r, "latency")) is not None:
+        return na
     lat = r.latency
     servers = tuple(
         (
@@ -328,6 +376,8 @@ def _latency(r: ReplayResult) -> TextSection:
 
 def _lifecycle(r: ReplayResult) -> TextSection:
     lc = r.lifecycle
+    if (na := _not_applicable("Lifecycle", r, "lifecycle")) is not None:
+        return na
     if not r.evidenced("lifecycle"):
         return _not_evidenced("Lifecycle", "the bundle records no worker exit", r, "lifecycle")
     rows = tuple(
@@ -374,6 +424,8 @@ def _lifecycle(r: ReplayResult) -> TextSection:
 
 def _telemetry(r: ReplayResult) -> TextSection:
     t = r.telemetry
+    if (na := _not_applicable("Telemetry", r, "telemetry")) is not None:
+        return na
     if not r.evidenced("telemetry"):
         return _not_evidenced("Telemetry", "the bundle records no telemetry sample", r, "telemetry")
     rows = tuple(
@@ -402,6 +454,8 @@ def _telemetry(r: ReplayResult) -> TextSection:
 
 def _quality(r: ReplayResult) -> TextSection:
     q = r.quality
+    if (na := _not_applicable("Quality", r, "quality")) is not None:
+        return na
     if q.comparisons_total == 0 and not q.gates:
         return _not_evidenced(
             "Quality", "the bundle records no quality gate and no comparison", r, "quality"
@@ -495,22 +549,20 @@ def sections(r: ReplayResult) -> tuple[TextSection, ...]:
 
 
 def _serving(r: ReplayResult) -> list[TextSection]:
-    """Serving campaigns: throughput and p99 latency per arm and load point."""
-    if not r.serving:
+    """Serving campaigns: throughput and p99 latencies per arm and load point, then changes."""
+    if not r.serving_campaign:
         return []
-
-    def ms(v: float | None) -> str:
-        return "not re-derivable" if v is None else f"{v:.2f}"
-
     rows = tuple(
         (
             p.arm,
             p.load_point,
             str(p.requests),
             str(p.completed),
-            ms(p.output_tokens_per_s),
-            ms(p.ttft_p99_ms),
-            ms(p.e2el_p99_ms),
+            figure_text(p.requests_per_s),
+            figure_text(p.output_tokens_per_s),
+            figure_text(p.ttft_p99_ms),
+            figure_text(p.tpot_p99_ms),
+            figure_text(p.e2el_p99_ms),
         )
         for p in r.serving
     )
@@ -519,11 +571,15 @@ def _serving(r: ReplayResult) -> list[TextSection]:
         "load point",
         "requests",
         "completed",
+        "requests/s",
         "output tok/s",
         "p99 TTFT ms",
+        "p99 TPOT ms",
         "p99 E2EL ms",
     )
-    return [TextSection("Serving (latency against throughput)", (TextTable(headers, rows),))]
+    blocks: list[str | TextTable] = [TextTable(headers, rows)]
+    blocks += [x.strip() for x in serving_headline(r)]
+    return [TextSection("Serving (latency against throughput)", tuple(blocks), r.limits("serving"))]
 
 
 def _extras(r: ReplayResult) -> list[TextSection]:

@@ -48,7 +48,7 @@ def section_summaries(r: ReplayResult) -> tuple[tuple[str, str], ...]:
             (
                 f"{len(cf.deviations)} deviation(s) from plan {cf.plan_id}"
                 if cf.deviations
-                else f"no deviation from plan {cf.plan_id} ({len(cf.servers)} servers)"
+                else f"no deviation from plan {cf.plan_id} ({_planned(r)})"
             )
             if r.evidenced("conformance")
             else f"{ne}: no receipt to compare with plan {cf.plan_id}"
@@ -57,7 +57,9 @@ def section_summaries(r: ReplayResult) -> tuple[tuple[str, str], ...]:
         ),
         (
             "latency",
-            f"{r.latency.samples_used} samples on {len(list(r.latency.servers()))} servers "
+            na
+            if (na := r.not_applicable("latency"))
+            else f"{r.latency.samples_used} samples on {len(list(r.latency.servers()))} servers "
             f"in {len(r.latency.arms)} arm(s)"
             if r.evidenced("latency")
             else f"{ne}: no measured request with status ok",
@@ -68,11 +70,13 @@ def section_summaries(r: ReplayResult) -> tuple[tuple[str, str], ...]:
             f"{q.comparisons_failed} fail, {q.comparisons_unattested} unattested "
             f"({len(q.gates)} gates)"
             if r.evidenced("quality")
-            else ne,
+            else r.not_applicable("quality") or ne,
         ),
         (
             "lifecycle",
-            f"{lc.clean}/{lc.total} worker exits clean" if r.evidenced("lifecycle") else ne,
+            f"{lc.clean}/{lc.total} worker exits clean"
+            if r.evidenced("lifecycle")
+            else r.not_applicable("lifecycle") or ne,
         ),
         (
             "telemetry",
@@ -83,10 +87,10 @@ def section_summaries(r: ReplayResult) -> tuple[tuple[str, str], ...]:
                 if p.change_pct is not None
             )
             if r.evidenced("telemetry")
-            else ne,
+            else r.not_applicable("telemetry") or ne,
         ),
     ]
-    if r.serving:
+    if r.serving_campaign:
         arms = sorted({p.arm for p in r.serving})
         points = sorted({p.load_point for p in r.serving})
         out.append(
@@ -118,6 +122,13 @@ def section_summaries(r: ReplayResult) -> tuple[tuple[str, str], ...]:
         )
     )
     return tuple(out)
+
+
+def _planned(r: ReplayResult) -> str:
+    """What the plan was checked over: servers, or a serving campaign's load points."""
+    if r.serving_campaign and not r.conformance.servers:
+        return f"{len({p.load_point for p in r.serving})} load point(s) per arm"
+    return f"{len(r.conformance.servers)} servers"
 
 
 def _signed(value: Exact | None) -> str:

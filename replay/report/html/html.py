@@ -65,8 +65,8 @@ p.good { color: var(--good); }
 p.bad { color: var(--bad); }
 p.warn { color: var(--warn); }
 p.note { color: var(--muted); font-size: 13px; }
-span.good { color: var(--good); font-weight: 600; }
-span.bad { color: var(--bad); font-weight: 600; }
+span.good { color: var(--good); font-weight: 600; white-space: nowrap; }
+span.bad { color: var(--bad); font-weight: 600; white-space: nowrap; }
 span.warn { color: var(--warn); font-weight: 600; }
 code { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12px;
   background: var(--panel); padding: 0 3px; border-radius: 3px; overflow-wrap: break-word; }
@@ -104,6 +104,7 @@ details { margin: 8px 0; }
 summary { cursor: pointer; color: var(--muted); font-weight: 600; font-size: 12.5px; }
 figure { margin: 8px 0; }
 figure svg { max-width: 100%; height: auto; }
+figure .phone { display: none; }
 svg * { stroke-linejoin: round; stroke-linecap: butt; }
 figcaption { color: var(--muted); font-size: 12.5px; max-width: 900px; }
 .limits { border-left: 3px solid var(--line); background: var(--panel); padding: 4px 12px;
@@ -118,9 +119,10 @@ footer { color: var(--muted); font-size: 12px; padding: 12px 32px 24px;
   header.top h1 { font-size: 19px; }
   .card { min-width: 0; flex: 1 1 140px; padding: 6px 10px; }
   .card .v { font-size: 18px; white-space: normal; }
-  /* A chart shrunk to a phone's width is unreadable: keep it legible and let it scroll. */
-  figure { overflow-x: auto; }
-  figure svg { min-width: 560px; }
+  /* A wide chart shrunk to a phone's width is unreadable, and one that scrolls hides arms:
+     the phone layout of each chart (drawn narrow, its text >= 10 px here) instead. */
+  figure .wide { display: none; }
+  figure .phone { display: block; }
 }
 @media print { nav.toc { display: none; } .tablewrap { overflow: visible; } }
 """
@@ -204,6 +206,8 @@ def _block(w: _Writer, b: Block) -> None:
     elif isinstance(b, KeyFigures):
         w.add('<div class="cards">')
         for k in b.items:
+            if k.new_row:
+                w.add('</div><div class="cards">')
             note = f'<div class="l">{w.text(k.note)}</div>' if k.note else ""
             w.add(
                 f'<div class="card{" " + k.style if k.style else ""}"><div class="v">'
@@ -212,7 +216,9 @@ def _block(w: _Writer, b: Block) -> None:
         w.add("</div>")
     elif isinstance(b, Chart):
         w.add(f'<figure id="{b.chart_id}-figure">')
-        if b.svg is not None:
+        if b.svg is not None and b.phone_svg is not None:
+            w.add(f'<div class="wide">{b.svg}</div><div class="phone">{b.phone_svg}</div>')
+        elif b.svg is not None:
             w.add(b.svg)
         w.add(f"<figcaption>{w.rich(b.caption)}</figcaption></figure>")
 

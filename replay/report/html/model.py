@@ -65,8 +65,12 @@ def build_model(
     """
     camp = result.campaign
     comparison_ids = {c.comparison_id for c in result.quality.checks}
+    serving = serving_section(result, charts)
     sections = [
         headline_section(result, facts),
+        # A serving campaign's result is its latency-throughput curve: right after the
+        # headline, where a campaign with receipts shows its repeated trials.
+        *([serving] if serving is not None else []),
         trials_section(result, facts, charts),
         quality_section(result),
         claims_section(result),
@@ -79,7 +83,6 @@ def build_model(
         signatures_section(result, facts),
         artifacts_section(facts, result.media),
         not_claimed_section(result),
-        *filter(None, [serving_section(result, charts)]),
     ]
     media, media_outcome = result.media, result.media_outcome()
     if media is not None and media_outcome is not None:

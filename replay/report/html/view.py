@@ -119,6 +119,7 @@ class KeyFigure:
     value: str
     note: str = ""
     style: str = ""
+    new_row: bool = False  # starts a row of cards of its own (HTML), not left to wrap
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,8 @@ class Chart:
     """An inline SVG chart (None when charts were not drawn: the Markdown form).
 
     ``marks`` counts the marks drawn per kind (ids ``<chart_id>-<kind>-NNNN`` in the SVG).
+    ``phone_svg``, when drawn, is the same chart laid out for a phone's screen (ids
+    ``<chart_id>-phone-...``): the page shows one of the two by its width.
     """
 
     chart_id: str
@@ -140,6 +143,7 @@ class Chart:
     caption: Rich
     alt: str
     marks: Mapping[str, int] = field(default_factory=dict)
+    phone_svg: str | None = None
 
 
 Block = Para | Table | Steps | KeyFigures | Chart

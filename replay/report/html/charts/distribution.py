@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from replay.report.html.charts.marks import ArmPanel, MarkIds, TrialChart, arm_color, short_label
-from replay.report.html.charts.svg import clean_svg, matplotlib_figures, save_svg
+from replay.report.html.charts.svg import PHONE_WIDTH_IN, clean_svg, matplotlib_figures, save_svg
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -29,16 +29,18 @@ def ecdf_points(values: Sequence[float]) -> tuple[list[float], list[float]]:
 
 
 def distribution_figure(
-    figure_class: type[Figure], panels: Sequence[ArmPanel]
+    figure_class: type[Figure], panels: Sequence[ArmPanel], phone: bool = False
 ) -> tuple[Figure, MarkIds]:
     """One ECDF per arm (its measured requests with status ok) on one x-axis from zero.
 
     Up to :data:`ECDF_MARKERS_LIMIT` requests per arm each request is also a dot on
     the step; beyond it the step line alone (a hundred thousand dots would merge into
-    a smear, the line stays readable at any count).
+    a smear, the line stays readable at any count). ``phone``: drawn
+    :data:`~replay.report.html.charts.svg.PHONE_WIDTH_IN` wide, the legend one arm a line.
     """
     ids = MarkIds()
-    fig = figure_class(figsize=(9.0, 3.4))
+    size = (PHONE_WIDTH_IN, 3.4 + 0.25 * len(panels)) if phone else (9.0, 3.4)
+    fig = figure_class(figsize=size, layout="constrained" if phone else None)
     ax = fig.subplots(1, 1)
     top = 0.0
     for i, p in enumerate(panels):
@@ -76,21 +78,28 @@ def distribution_figure(
     ax.set_ylabel("fraction of requests ≤ x")
     ax.grid(True, axis="both")
     ax.legend(
-        loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=max(1, len(panels)), frameon=False
+        loc="lower center",
+        bbox_to_anchor=(0.5, 1.0),
+        ncol=1 if phone else max(1, len(panels)),
+        frameon=False,
     )
     ax.set_gid("ecdf-axes")
-    fig.subplots_adjust(left=0.08, right=0.98, top=0.88, bottom=0.15)
+    if not phone:
+        fig.subplots_adjust(left=0.08, right=0.98, top=0.88, bottom=0.15)
     return fig, ids
 
 
-def distribution_chart(panels: Sequence[ArmPanel], chart_id: str = "distribution") -> TrialChart:
-    """The per-request distribution: each arm's ECDF on one shared x-axis from zero.
+def distribution_chart(
+    panels: Sequence[ArmPanel], chart_id: str = "distribution", phone: bool = False
+) -> TrialChart:
+    """The per-request distribution: each arm's ECDF on one shared x-axis from zero
+    (``phone``: the layout for a phone's screen).
 
     Raises:
         CouldNotRunError: matplotlib is not installed.
     """
-    with matplotlib_figures() as figure_class:
-        fig, ids = distribution_figure(figure_class, panels)
+    with matplotlib_figures(phone) as figure_class:
+        fig, ids = distribution_figure(figure_class, panels, phone)
         svg = save_svg(fig)
     title = (
         "Per-request distribution: the empirical cumulative distribution of each arm's "

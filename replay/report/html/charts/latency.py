@@ -24,7 +24,13 @@ from replay.report.html.charts.marks import (
     short_label,
     spread,
 )
-from replay.report.html.charts.svg import clean_svg, matplotlib_figures, save_svg
+from replay.report.html.charts.svg import (
+    PHONE_WIDTH_IN,
+    clean_svg,
+    matplotlib_figures,
+    phone_pt,
+    save_svg,
+)
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -142,16 +148,16 @@ def _effects(
         )
 
 
-def _x_labels(ax: Axes, panels: Sequence[ArmPanel], xs: list[list[float]]) -> None:
+def _x_labels(ax: Axes, panels: Sequence[ArmPanel], xs: list[list[float]], phone: bool) -> None:
     ticks = [x for row in xs for x in row]
     names = [short_label(s.server) for p in panels for s in p.servers]
-    crowded = len(ticks) > 8
+    crowded = len(ticks) > (2 if phone else 8)
     ax.set_xticks(ticks)
     ax.set_xticklabels(
         names,
-        rotation=40 if crowded else 0,
-        ha="right" if crowded else "center",
-        fontsize=7 if crowded else None,
+        rotation=(90 if phone else 40) if crowded else 0,
+        ha=("center" if phone else "right") if crowded else "center",
+        fontsize=phone_pt(7, phone) if crowded else None,
     )
     last = max(ticks, default=0.0)
     ax.set_xlim(-0.7, last + 0.7)
@@ -165,13 +171,15 @@ def _x_labels(ax: Axes, panels: Sequence[ArmPanel], xs: list[list[float]]) -> No
                 transform=ax.get_xaxis_transform(),
                 ha="center",
                 va="bottom",
-                fontsize=9.5,
+                fontsize=phone_pt(9.5, phone),
                 fontweight="bold",
                 color=arm_color(p, i),
             )
 
 
-def _warmups(ax: Axes, panels: Sequence[ArmPanel], ids: MarkIds, individual: bool) -> None:
+def _warmups(
+    ax: Axes, panels: Sequence[ArmPanel], ids: MarkIds, individual: bool, phone: bool
+) -> None:
     """Warmups alone, on their own small axes (they are slower and never samples)."""
     style = {
         "marker": "^",
@@ -199,15 +207,18 @@ def _warmups(ax: Axes, panels: Sequence[ArmPanel], ids: MarkIds, individual: boo
     centers = [(row[0] + row[-1]) / 2 for row in xs if row]
     ax.set_xticks(centers)
     ax.set_xticklabels(
-        [short_label(p.arm)[:12] for p, row in zip(panels, xs, strict=True) if row], fontsize=7
+        [short_label(p.arm)[:12] for p, row in zip(panels, xs, strict=True) if row],
+        fontsize=phone_pt(7, phone),
     )
     ax.set_xlim(-0.7, max(ticks, default=0.0) + 0.7)
     ax.set_ylim(bottom=0)
-    ax.set_title("warmups (not samples)", loc="center", fontsize=8.5, color="#555555")
-    ax.tick_params(labelsize=7.5)
+    ax.set_title(
+        "warmups (not samples)", loc="center", fontsize=phone_pt(8.5, phone), color="#555555"
+    )
+    ax.tick_params(labelsize=phone_pt(7.5, phone))
 
 
-def _legend(fig: Figure, panels: Sequence[ArmPanel], warmups: bool) -> None:
+def _legend(fig: Figure, panels: Sequence[ArmPanel], warmups: bool, phone: bool) -> None:
     from matplotlib.lines import Line2D
 
     # Proxy handles: legend entries must not copy the marks' ids or add marks.
@@ -238,7 +249,10 @@ def _legend(fig: Figure, panels: Sequence[ArmPanel], warmups: bool) -> None:
             )
         )
         labels.append("warmup (not a sample)")
-    fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False)
+    if phone:  # one entry a line, under the axes (the constrained layout makes room)
+        fig.legend(handles, labels, loc="outside lower center", ncol=1, frameon=False)
+    else:
+        fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False)
 
 
 def _total(panels: Sequence[ArmPanel]) -> int:
@@ -264,29 +278,38 @@ def latency_figure(
     figure_class: type[Figure],
     panels: Sequence[ArmPanel],
     effects: Sequence[Effect] = (),
+    phone: bool = False,
 ) -> tuple[Figure, MarkIds, bool]:
     """The latency figure (not yet saved): the shared axes first, then the warmup panel.
 
     Every arm's measured requests, server means and arm means share one axes whose
     y-axis starts at zero, so the change between arms is seen at its true size; the
     warmups, slower and never samples, sit on a small axes of their own to the right
-    (only when there are any) so they cannot set the main scale.
+    (only when there are any) so they cannot set the main scale. ``phone``: drawn
+    :data:`~replay.report.html.charts.svg.PHONE_WIDTH_IN` wide, the warmups under the
+    main axes and the legend one entry a line below them.
     """
     individual = _total(panels) <= INDIVIDUAL_MARKS_LIMIT
     ids = MarkIds()
     n_servers = sum(len(p.servers) for p in panels)
     has_warmups = any(s.warmups for p in panels for s in p.servers)
-    width = min(max(9.0, 2.0 + 1.1 * n_servers + 0.8 * len(panels)), 14.0)
-    height = 4.4
-    fig = figure_class(figsize=(width, height))
-    if has_warmups:
+    if phone:
+        width, height = PHONE_WIDTH_IN, 7.4 if has_warmups else 5.6
+        fig = figure_class(figsize=(width, height), layout="constrained")
+    else:
+        width = min(max(9.0, 2.0 + 1.1 * n_servers + 0.8 * len(panels)), 14.0)
+        height = 4.4
+        fig = figure_class(figsize=(width, height))
+    if has_warmups and phone:
+        main, warm = fig.subplots(2, 1, gridspec_kw={"height_ratios": [2.4, 1]}, squeeze=True)
+    elif has_warmups:
         main, warm = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 1]}, squeeze=True)
     else:
         main, warm = fig.subplots(1, 1), None
     xs = _server_positions(panels)
     _measured(main, panels, xs, ids, individual)
     _effects(main, panels, xs, effects)
-    _x_labels(main, panels, xs)
+    _x_labels(main, panels, xs, phone)
     main.set_ylim(0, _y_top(panels))
     main.set_ylabel("end-to-end latency (s)")
     main.set_gid("shared-axes")
@@ -294,9 +317,11 @@ def latency_figure(
         # Warmups are few (a handful per server): vectors with their own ids unless even
         # they alone pass the limit.
         n_warm = sum(len(s.warmups) for p in panels for s in p.servers)
-        _warmups(warm, panels, ids, n_warm <= INDIVIDUAL_MARKS_LIMIT)
+        _warmups(warm, panels, ids, n_warm <= INDIVIDUAL_MARKS_LIMIT, phone)
         warm.set_gid("warmup-axes")
-    _legend(fig, panels, has_warmups)
+    _legend(fig, panels, has_warmups, phone)
+    if phone:
+        return fig, ids, individual
     fig.subplots_adjust(
         left=0.8 / width,
         right=1 - 0.15 / width,
@@ -311,6 +336,7 @@ def latency_chart(
     panels: Sequence[ArmPanel],
     chart_id: str = "latency",
     effects: Sequence[Effect] = (),
+    phone: bool = False,
 ) -> TrialChart:
     """Every measured request of every arm on one shared axis from zero; warmups apart.
 
@@ -319,6 +345,7 @@ def latency_chart(
         chart_id: prefix of every id in the SVG (unique within the page).
         effects: the change between arms, as the replay derived it, drawn as an arrow
             from the baseline arm mean to the candidate arm mean with its label.
+        phone: the layout for a phone's screen (narrow, larger text, stacked).
 
     Returns:
         The SVG (inline-ready) and the count of marks per kind.
@@ -326,8 +353,8 @@ def latency_chart(
     Raises:
         CouldNotRunError: matplotlib is not installed.
     """
-    with matplotlib_figures() as figure_class:
-        fig, ids, individual = latency_figure(figure_class, panels, effects)
+    with matplotlib_figures(phone) as figure_class:
+        fig, ids, individual = latency_figure(figure_class, panels, effects, phone)
         svg = save_svg(fig)
     title = (
         "Repeated trials: every measured request of the accepted attempt, per server, all "

@@ -25,7 +25,15 @@ from bundler.errors import CouldNotRunError
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["PIP_INSTALL", "clean_svg", "matplotlib_figures", "save_svg"]
+__all__ = [
+    "PHONE_MIN_PT",
+    "PHONE_WIDTH_IN",
+    "PIP_INSTALL",
+    "clean_svg",
+    "matplotlib_figures",
+    "phone_pt",
+    "save_svg",
+]
 
 PIP_INSTALL = "pip install 'reprobundle[report]'  (or: pip install 'matplotlib>=3.8')"
 
@@ -58,9 +66,32 @@ _RC: dict[str, Any] = {
 }
 
 
+PHONE_WIDTH_IN = 4.6
+"""Width of a chart drawn for a phone: 441.6 CSS px, shown at most ~0.83× on a 390 px screen
+(a 366 px column)."""
+PHONE_MIN_PT = 9.5
+"""Smallest text on a phone chart: 9.5 pt × 4/3 px/pt × 0.83 ≈ 10.5 px on a 390 px screen."""
+_PHONE_RC = {
+    "font.size": 10.0,
+    "axes.titlesize": 10.0,
+    "axes.labelsize": 10.0,
+    "xtick.labelsize": 10.0,
+    "ytick.labelsize": 10.0,
+    "legend.fontsize": 10.0,
+}
+
+
+def phone_pt(size: float, phone: bool) -> float:
+    """A text size as drawn: at least :data:`PHONE_MIN_PT` on a chart drawn for a phone."""
+    return max(size, PHONE_MIN_PT) if phone else size
+
+
 @contextmanager
-def matplotlib_figures() -> Iterator[type[Figure]]:
+def matplotlib_figures(phone: bool = False) -> Iterator[type[Figure]]:
     """matplotlib's ``Figure`` class, with the report's rcParams set and warnings silenced.
+
+    ``phone``: every default text size at least 10 pt (charts drawn
+    :data:`PHONE_WIDTH_IN` wide for a phone's screen).
 
     Raises:
         CouldNotRunError: matplotlib is not installed.
@@ -73,7 +104,8 @@ def matplotlib_figures() -> Iterator[type[Figure]]:
             "the HTML report draws its charts with matplotlib, which is not installed: "
             f"{PIP_INSTALL} (or use --format md, which needs no charts)"
         ) from exc
-    with matplotlib.rc_context(cast(Any, _RC)), warnings.catch_warnings():
+    rc = {**_RC, **_PHONE_RC} if phone else _RC
+    with matplotlib.rc_context(cast(Any, rc)), warnings.catch_warnings():
         # A glyph DejaVu lacks (a bundle's server name in another script) is drawn as a
         # box; the warning would only reach the user's terminal.
         warnings.simplefilter("ignore")

@@ -11,7 +11,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from replay.report.html.facts import BundleFacts
-from replay.report.html.sections.common import MAX_ROWS, _bytes
+from replay.report.html.sections.common import MAX_ROWS, _bytes, not_applicable
 from replay.report.html.view import Block, Para, Section, Span, Table, cell, rich
 
 if TYPE_CHECKING:  # the media package loads numpy and scipy; a report without it does not
@@ -58,6 +58,13 @@ def artifacts_section(facts: BundleFacts, media: MediaReplayResult | None) -> Se
         )
     kinds = Counter(e.kind for e in ext)
     avail = Counter(e.availability for e in ext)
+    if not ext:
+        return not_applicable(
+            "artifacts",
+            "External artifacts",
+            "not applicable: the bundle binds no external artifact (raw media, weights, logs "
+            "kept outside it).",
+        )
     blocks: list[Block] = [
         Para(
             rich(

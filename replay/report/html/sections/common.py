@@ -17,11 +17,12 @@ from typing import Any
 
 from replay.engine.exact import Exact, is_negative
 from replay.report.fmt import exact_text
-from replay.report.html.view import Span
+from replay.report.html.view import Para, Section, Span, rich
 from replay.report.words import CLAIM_STYLE, OUTCOME_STYLE
 
 __all__ = [
     "MAX_ROWS",
+    "NOT_APPLICABLE",
     "NOT_EVIDENCED",
     "_OUTCOME_STYLE",
     "_STATUS_STYLE",
@@ -31,6 +32,7 @@ __all__ = [
     "_pct",
     "_plain",
     "_status_span",
+    "not_applicable",
 ]
 
 MAX_ROWS = 200
@@ -39,6 +41,16 @@ MAX_ROWS = 200
 _STATUS_STYLE = CLAIM_STYLE
 _OUTCOME_STYLE = OUTCOME_STYLE
 NOT_EVIDENCED = "not evidenced"
+NOT_APPLICABLE = "not applicable"
+
+
+def not_applicable(section_id: str, title: str, why: str) -> Section:
+    """A section that does not apply to this campaign, collapsed to the one line saying why.
+
+    Neutral (no colour, no badge colour): nothing was expected there, and nothing there
+    is a pass either.
+    """
+    return Section(section_id, title, (Para(rich(why), "note"),), (), NOT_APPLICABLE, "")
 
 
 # ----------------------------------------------------------------------------- numbers

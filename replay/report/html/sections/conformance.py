@@ -42,6 +42,59 @@ def conformance_section(r: ReplayResult) -> Section:
             "not evidenced",
             "warn",
         )
+    serving = r.serving_campaign and not c.servers
+    blocks = _serving_blocks(r) if serving else _server_blocks(r)
+    if c.deviations:
+        blocks.append(
+            Table(
+                ("deviation", "where", "what"),
+                tuple((cell(d.kind), cell(d.where), cell(d.message)) for d in c.deviations),
+                caption="Deviations from the frozen plan",
+                row_styles=tuple("bad" for _ in c.deviations),
+            )
+        )
+    else:
+        blocks.append(Para(rich("No deviation from the frozen plan."), "good"))
+    blocks += [Para(rich("Warning: " + w), "warn") for w in c.warnings]
+    return Section(
+        "conformance",
+        "Plan conformance",
+        tuple(blocks),
+        r.limits("conformance"),
+        "conforms" if c.ok else f"{len(c.deviations)} deviation(s)",
+        "good" if c.ok else "bad",
+    )
+
+
+def _serving_blocks(r: ReplayResult) -> list[Block]:
+    """A serving plan: its load points against the tool's recorded settings; no servers."""
+    c = r.conformance
+    points = sorted({p.load_point for p in r.serving})
+    blocks: list[Block] = [
+        Para(
+            rich(
+                "Plan ",
+                Span(str(c.plan_path), "code"),
+                f" (id {c.plan_id}): {len(points)} load point(s) per arm, compared with the "
+                "settings and request counts the benchmark tool recorded.",
+            )
+        )
+    ]
+    if c.checked_items:
+        blocks.append(
+            Table(
+                ("checked",),
+                tuple((cell(x),) for x in c.checked_items),
+                caption="What the tool's files evidence, checked against the plan",
+                table_id="conformance-table",
+            )
+        )
+    return blocks
+
+
+def _server_blocks(r: ReplayResult) -> list[Block]:
+    """A campaign with receipts: each server slot's counts, the planned and observed order."""
+    c = r.conformance
     rows = tuple(
         (
             cell(str(i), num=True),
@@ -71,23 +124,4 @@ def conformance_section(r: ReplayResult) -> Section:
             table_id="conformance-table",
         ),
     ]
-    if c.deviations:
-        blocks.append(
-            Table(
-                ("deviation", "where", "what"),
-                tuple((cell(d.kind), cell(d.where), cell(d.message)) for d in c.deviations),
-                caption="Deviations from the frozen plan",
-                row_styles=tuple("bad" for _ in c.deviations),
-            )
-        )
-    else:
-        blocks.append(Para(rich("No deviation from the frozen plan."), "good"))
-    blocks += [Para(rich("Warning: " + w), "warn") for w in c.warnings]
-    return Section(
-        "conformance",
-        "Plan conformance",
-        tuple(blocks),
-        r.limits("conformance"),
-        "conforms" if c.ok else f"{len(c.deviations)} deviation(s)",
-        "good" if c.ok else "bad",
-    )
+    return blocks

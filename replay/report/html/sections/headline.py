@@ -8,6 +8,8 @@ states each one.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from replay.engine.exact import display
 from replay.engine.verdicts import MediaVerdict
 from replay.report.fmt import exact_text
@@ -21,6 +23,7 @@ from replay.report.html.sections.common import (
 )
 from replay.report.html.view import (
     Block,
+    Cell,
     KeyFigure,
     KeyFigures,
     Para,
@@ -28,10 +31,14 @@ from replay.report.html.view import (
     Section,
     Span,
     Steps,
+    Table,
+    cell,
     rich,
 )
+from replay.report.serving_fmt import NOT_REDERIVABLE, change_text, figure_text, serving_headline
 from replay.result import ReplayResult
 from replay.sections.claims import CONFIRMED, CONTRADICTED, UNVERIFIABLE
+from replay.serving.summary import ServingDelta
 
 __all__ = ["headline_section"]
 
@@ -40,7 +47,24 @@ def _requests_line(r: ReplayResult, facts: BundleFacts) -> str:
     row = next(a for a in r.attempts.attempts if a.attempt_id == r.accepted_attempt)
     phases = ", ".join(f"{k} {v}" for k, v in sorted(row.receipts_by_phase.items()))
     ok = facts.status_by_attempt.get(r.accepted_attempt, {}).get("ok", 0)
-    return f"{row.receipts} requests ({phases}), {ok} with status ok"
+    return (
+        f"{row.receipts} requests" + (f" ({phases})" if phases else "") + f", {ok} with status ok"
+    )
+
+
+def _attempt_line(r: ReplayResult, facts: BundleFacts) -> str:
+    if r.serving_campaign and r.latency.samples_used == 0:
+        arms = sorted({p.arm for p in r.serving})
+        points = sorted({p.load_point for p in r.serving})
+        return (
+            f"Accepted attempt {r.accepted_attempt}: {len(r.serving)} benchmark run(s), "
+            f"{len(points)} load point(s) × {len(arms)} arm(s); the requests are the benchmark "
+            "tool's records, not per-server receipts."
+        )
+    return (
+        f"Accepted attempt {r.accepted_attempt}: {_requests_line(r, facts)}; "
+        f"{r.latency.samples_used} latency samples (measured, status ok)."
+    )
 
 
 # ----------------------------------------------------------------------------- key figures
@@ -115,14 +139,85 @@ def _optional_figures(r: ReplayResult) -> list[KeyFigure]:
     return items
 
 
+def _serving_figures(r: ReplayResult) -> list[KeyFigure]:
+    """A serving campaign's evidence: the requests the benchmark tool completed."""
+    requests = sum(p.requests for p in r.serving)
+    completed = sum(p.completed for p in r.serving)
+    return [
+        KeyFigure(
+            "requests completed (benchmark tool)",
+            f"{completed} / {requests}" if requests else NOT_EVIDENCED,
+            style=_ratio_style(completed, requests) if requests else "",
+        )
+    ]
+
+
+def _serving_table(r: ReplayResult) -> list[Block]:
+    """Per load point, baseline → candidate with the change, from the one serving result.
+
+    One column per load point and one row per figure: a phone shows two or three load
+    points side by side, each cell wrapping onto two lines.
+    """
+    out: list[Block] = []
+    pairs = dict.fromkeys((c.baseline, c.candidate) for c in r.serving_changes)
+    for b, c in pairs:
+        changes = [x for x in r.serving_changes if (x.baseline, x.candidate) == (b, c)]
+        rows = tuple(
+            (
+                cell(f"{m.label} ({m.unit})"),
+                *(_delta_cell(x.deltas[k]) for x in changes),
+            )
+            for k, m in enumerate(changes[0].deltas)
+        )
+        out.append(
+            Table(
+                ("load point", *(x.load_point for x in changes)),
+                rows,
+                caption=f"Serving result, {b} → {c} (change)",
+                table_id=f"serving-headline-{len(out) + 1}",
+            )
+        )
+    if not out and r.serving_campaign:
+        out.append(Para(rich(serving_headline(r)[0]), "warn"))
+    return out
+
+
+def _delta_cell(d: ServingDelta) -> Cell:
+    if d.baseline is None and d.candidate is None:
+        return cell(NOT_REDERIVABLE, "muted")
+    style = "" if d.better is None else "good" if d.better else "bad"
+    change = (
+        rich(" (", Span(change_text(d.change_pct), style), ")") if d.change_pct is not None else ()
+    )
+    # Not a "num" cell: those never wrap, and a phone needs this one on two lines.
+    return cell(rich(f"{figure_text(d.baseline)} → {figure_text(d.candidate)}", *change))
+
+
 def _key_figures(r: ReplayResult, facts: BundleFacts) -> KeyFigures:
-    items = [*_latency_figures(r), *_evidence_figures(r, facts), *_optional_figures(r)]
+    if r.serving_campaign and r.latency.samples_used == 0:
+        # The sections that do not apply (no receipts, gates or worker exits) show no card.
+        evidence = [
+            *_serving_figures(r),
+            *(f for f in _evidence_figures(r, facts)[1:] if not _inapplicable(r, f)),
+        ]
+        return KeyFigures(tuple([*evidence, *_optional_figures(r)]))
+    effect = _latency_figures(r)
+    evidence = [*_evidence_figures(r, facts), *_optional_figures(r)]
+    if effect and evidence:
+        # The effect on one row, the evidence under it: no card is left to wrap alone.
+        evidence[0] = replace(evidence[0], new_row=True)
+    items = [*effect, *evidence]
     items += [
         KeyFigure(f"mean sampled peak HBM, {t.baseline} → {t.candidate}", _pct(t.change_pct))
         for t in r.telemetry.pairs
         if t.change_pct is not None
     ]
     return KeyFigures(tuple(items))
+
+
+def _inapplicable(r: ReplayResult, f: KeyFigure) -> bool:
+    section = {"quality comparisons passing": "quality", "worker exits clean": "lifecycle"}
+    return r.not_applicable(section.get(f.label, "")) is not None
 
 
 def _ratio_style(good: int, total: int) -> str:
@@ -256,27 +351,30 @@ def _signed_by(r: ReplayResult, facts: BundleFacts) -> Para:
     )
 
 
+def _evidence_limits(r: ReplayResult) -> tuple[str, ...]:
+    if r.serving_campaign and r.latency.samples_used == 0:
+        return r.limits("serving")
+    return r.limits("latency")
+
+
 def headline_section(r: ReplayResult, facts: BundleFacts) -> Section:
     """The headline section: verdict, key figures, derivation, accepted attempt, signer."""
     style = _OUTCOME_STYLE[r.outcome]
     blocks: list[Block] = [
         *_verdict(r, style),
         _key_figures(r, facts),
+        *_serving_table(r),
         *_derivation(r),
-        Para(
-            rich(
-                f"Accepted attempt {r.accepted_attempt}: {_requests_line(r, facts)}; "
-                f"{r.latency.samples_used} latency samples (measured, status ok)."
-            )
-        ),
+        Para(rich(_attempt_line(r, facts))),
         _signed_by(r, facts),
     ]
     return Section(
         "headline",
         "Headline",
         tuple(blocks),
-        # The headline is as strong as the receipts under it and the claims it restates.
-        tuple(dict.fromkeys((*r.limits("latency"), *r.claims.limits[:1]))),
+        # The headline is as strong as the receipts (or a serving campaign's tool files)
+        # under it and the claims it restates.
+        tuple(dict.fromkeys((*_evidence_limits(r), *r.claims.limits[:1]))),
         # No second badge on the title: the verdict line below is the badge.
         summary=True,
     )

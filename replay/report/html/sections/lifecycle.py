@@ -7,7 +7,7 @@ arm (:mod:`replay.sections.lifecycle`); the unclean ones are listed with why.
 from __future__ import annotations
 
 from replay.report.fmt import float_text
-from replay.report.html.sections.common import NOT_EVIDENCED
+from replay.report.html.sections.common import NOT_EVIDENCED, not_applicable
 from replay.report.html.view import Block, Para, Section, Table, cell, rich
 from replay.result import ReplayResult
 from replay.sections.lifecycle import LifecycleResult
@@ -74,6 +74,8 @@ def _unclean_table(lc: LifecycleResult) -> Table:
 def lifecycle_section(r: ReplayResult) -> Section:
     """The lifecycle section ("not evidenced" when the bundle records no worker exit)."""
     lc = r.lifecycle
+    if (why := r.not_applicable("lifecycle")) is not None:
+        return not_applicable("lifecycle", "Lifecycle: worker exits", why)
     if not r.evidenced("lifecycle"):
         return Section(
             "lifecycle",

@@ -9,7 +9,13 @@ rows that matter when it is longer than :data:`MAX_ROWS`).
 from __future__ import annotations
 
 from replay.report.fmt import float_text
-from replay.report.html.sections.common import MAX_ROWS, NOT_EVIDENCED, _join_code, _margin
+from replay.report.html.sections.common import (
+    MAX_ROWS,
+    NOT_EVIDENCED,
+    _join_code,
+    _margin,
+    not_applicable,
+)
 from replay.report.html.view import Block, Cell, Para, Section, Span, Steps, Table, cell, rich
 from replay.result import ReplayResult
 from replay.sections.quality import FAIL, PASS, UNATTESTED, GateCheck, GateSummary, QualityResult
@@ -178,6 +184,8 @@ def _closest_margins(q: QualityResult) -> list[Block]:
 def quality_section(r: ReplayResult) -> Section:
     """The quality-gates section."""
     q = r.quality
+    if (why := r.not_applicable("quality")) is not None:
+        return not_applicable("quality", "Quality gates", why)
     blocks: list[Block] = [
         Para(
             rich(

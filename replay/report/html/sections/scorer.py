@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from bundler.format.plan_model import ScorerWeight
 from replay.report.html.facts import BundleFacts
-from replay.report.html.sections.common import _bytes
+from replay.report.html.sections.common import _bytes, not_applicable
 from replay.report.html.view import Block, Para, Section, Span, Table, cell, rich
 from replay.result import ReplayResult
 
@@ -73,6 +73,8 @@ def _weights_table(weights: Sequence[ScorerWeight], facts: BundleFacts) -> Table
 def scorer_section(r: ReplayResult, facts: BundleFacts) -> Section:
     """The scorer section; with the media re-score's scorer identity when one was done."""
     s = r.quality.scorer
+    if s is None and (why := r.not_applicable("scorer")) is not None:
+        return not_applicable("scorer", "Scorer identity", why)
     if s is None:
         return _absent()
     blocks: list[Block] = [

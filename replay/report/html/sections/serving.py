@@ -7,76 +7,80 @@ same numbers, so the Markdown form (no charts) says the same.
 
 from __future__ import annotations
 
-import io
-import re
+from typing import TYPE_CHECKING
 
+from replay.report.html.charts.svg import clean_svg, matplotlib_figures, save_svg
 from replay.report.html.view import Block, Chart, Para, Section, Table, cell, rich
+from replay.report.serving_fmt import figure_text
 from replay.result import ReplayResult
 from replay.serving.summary import ServingPoint
 
-__all__ = ["serving_section"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-_PROLOG = re.compile(r"^.*?(?=<svg )", re.DOTALL)
-_METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.DOTALL)
-_STYLE = re.compile(r"\s*<style[^>]*>.*?</style>", re.DOTALL)
-_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
-_ID = re.compile(r'\bid="([^"]+)"')
-_HREF = re.compile(r'\b((?:xlink:)?href)="#([^"]+)"')
-_URL = re.compile(r"url\(#([^)]+)\)")
-_PREFIX = "serving-curve"
+__all__ = ["CHART_ID", "serving_figure", "serving_section"]
 
-
-def _clean(svg: str) -> str:
-    """Inline-ready: no prolog, metadata, comments or style (the page's CSP); ids prefixed."""
-    svg = _METADATA.sub("", _PROLOG.sub("", svg, count=1))
-    svg = _STYLE.sub("", _COMMENT.sub("", svg))
-    svg = _ID.sub(lambda m: f'id="{_PREFIX}-{m.group(1)}"', svg)
-    svg = _HREF.sub(lambda m: f'{m.group(1)}="#{_PREFIX}-{m.group(2)}"', svg)
-    return _URL.sub(lambda m: f"url(#{_PREFIX}-{m.group(1)})", svg)
+CHART_ID = "serving-curve"
+# Drawn at about a phone's width, with text at least 9.5 pt: shown at its natural size on a
+# desktop and scaled by no more than ~0.8 on a 390 px screen, every label stays >= 10 px.
+_SIZE = (4.6, 3.3)
+_TEXT_PT = 10.0
+_LABEL_PT = 9.5
 
 
-def _num(v: float | None, fmt: str = ".2f") -> str:
-    return "not re-derivable" if v is None else format(v, fmt)
+def serving_figure(figure_class: type[Figure], points: tuple[ServingPoint, ...]) -> Figure:
+    """p99 TTFT against output tokens/s, one line per arm, both axes from zero (not saved)."""
+    fig = figure_class(figsize=_SIZE)
+    ax = fig.subplots()
+    x_max = y_max = 0.0
+    for i, arm in enumerate(sorted({p.arm for p in points})):
+        xy = [
+            (p.output_tokens_per_s, p.ttft_p99_ms, p.load_point)
+            for p in points
+            if p.arm == arm and p.output_tokens_per_s is not None and p.ttft_p99_ms is not None
+        ]
+        ax.plot([x for x, _, _ in xy], [y for _, y, _ in xy], marker="o", label=arm)
+        for x, y, lp in xy:
+            x_max, y_max = max(x_max, x), max(y_max, y)
+            # Arms alternate above and below their points: close curves keep their labels apart.
+            off = (5, 5) if i % 2 == 0 else (5, -5 - _LABEL_PT)
+            ax.annotate(lp, (x, y), xytext=off, textcoords="offset points", fontsize=_LABEL_PT)
+    # From zero on both axes: a change between arms is seen at its true size.
+    ax.set_xlim(0, (x_max or 1.0) * 1.18)
+    ax.set_ylim(0, (y_max or 1.0) * 1.18)
+    ax.grid(True, axis="both")
+    ax.set_xlabel("output tokens/s", fontsize=_TEXT_PT)
+    ax.set_ylabel("p99 TTFT (ms)", fontsize=_TEXT_PT)
+    ax.tick_params(labelsize=_TEXT_PT)
+    ax.legend(fontsize=_TEXT_PT, loc="lower right")
+    fig.tight_layout()
+    return fig
 
 
 def _svg(points: tuple[ServingPoint, ...]) -> str:
-    import matplotlib
-    from matplotlib.figure import Figure
-
-    with matplotlib.rc_context({"svg.hashsalt": "reprobundle-serving", "svg.fonttype": "none"}):
-        fig = Figure(figsize=(6.4, 3.8))
-        ax = fig.subplots()
-        for arm in sorted({p.arm for p in points}):
-            xy = [
-                (p.output_tokens_per_s, p.ttft_p99_ms, p.load_point)
-                for p in points
-                if p.arm == arm and p.output_tokens_per_s is not None and p.ttft_p99_ms is not None
-            ]
-            ax.plot([x for x, _, _ in xy], [y for _, y, _ in xy], marker="o", label=arm)
-            for x, y, lp in xy:
-                ax.annotate(lp, (x, y), fontsize=7)
-        ax.set_xlabel("output tokens/s")
-        ax.set_ylabel("p99 TTFT (ms)")
-        ax.legend()
-        fig.tight_layout()
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg", metadata={"Date": None})
-    return _clean(buf.getvalue())
+    with matplotlib_figures() as figure_class:
+        svg = save_svg(serving_figure(figure_class, points))
+    return clean_svg(
+        svg, CHART_ID, "p99 time to first token against output-token throughput, per arm"
+    )
 
 
 def serving_section(r: ReplayResult, charts: bool) -> Section | None:
     """The section, or None when the bundle is not a serving campaign."""
     points = r.serving
-    if not points:
+    if not r.serving_campaign:
         return None
     blocks: list[Block] = []
     drawable = any(p.output_tokens_per_s is not None and p.ttft_p99_ms is not None for p in points)
     if drawable:
         blocks.append(
             Chart(
-                "serving-curve",
+                CHART_ID,
                 _svg(points) if charts else None,
-                rich("p99 TTFT against output-token throughput, one line per arm."),
+                rich(
+                    "p99 TTFT against output-token throughput, one line per arm, one point "
+                    "per load point; both axes start at zero."
+                ),
                 "latency-throughput curve per arm",
             )
         )
@@ -89,8 +93,10 @@ def serving_section(r: ReplayResult, charts: bool) -> Section | None:
                 "load point",
                 "requests",
                 "completed",
+                "requests/s",
                 "output tokens/s",
                 "p99 TTFT ms",
+                "p99 TPOT ms",
                 "p99 E2EL ms",
             ),
             tuple(
@@ -99,9 +105,11 @@ def serving_section(r: ReplayResult, charts: bool) -> Section | None:
                     cell(p.load_point),
                     cell(str(p.requests), num=True),
                     cell(str(p.completed), num=True),
-                    cell(_num(p.output_tokens_per_s), num=True),
-                    cell(_num(p.ttft_p99_ms), num=True),
-                    cell(_num(p.e2el_p99_ms), num=True),
+                    cell(figure_text(p.requests_per_s), num=True),
+                    cell(figure_text(p.output_tokens_per_s), num=True),
+                    cell(figure_text(p.ttft_p99_ms), num=True),
+                    cell(figure_text(p.tpot_p99_ms), num=True),
+                    cell(figure_text(p.e2el_p99_ms), num=True),
                 )
                 for p in points
             ),
@@ -113,8 +121,5 @@ def serving_section(r: ReplayResult, charts: bool) -> Section | None:
         "serving",
         "Serving: latency against throughput",
         tuple(blocks),
-        (
-            "Re-derived from the benchmark tool's per-request arrays; the load is what the "
-            "tool recorded it was asked for.",
-        ),
+        r.limits("serving"),
     )

@@ -73,8 +73,12 @@ def signatures_section(r: ReplayResult, facts: BundleFacts) -> Section:
                 f"Signature {i.signature_status}" + (" by " if i.verified_by else "") + "",
                 *_join_code(i.verified_by),
                 f". Format {i.format_version}; {i.members} members, each matching its SHA-256 "
-                f"in the signed manifest; {i.external} external artifact(s) bound by hash in the "
-                "signed statement.",
+                f"in the signed manifest; "
+                + (
+                    f"{i.external} external artifact(s) bound by hash in the signed statement."
+                    if i.external
+                    else "no external artifact bound."
+                ),
             ),
             "good" if trusted else "bad",
         ),

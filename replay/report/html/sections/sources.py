@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from replay.report.fmt import float_text
 from replay.report.html.facts import BundleFacts
+from replay.report.html.sections.common import not_applicable
 from replay.report.html.view import Block, Para, Section, Span, Table, cell, rich
 from replay.result import ReplayResult
 
@@ -71,6 +72,13 @@ def sources_section(r: ReplayResult, facts: BundleFacts) -> Section:
             table_id="sources-table",
         ),
     ]
+    if not facts.sources and r.serving_campaign:
+        return not_applicable(
+            "sources",
+            "Sources and benefit",
+            "not applicable: serving campaign: the import states no optimization source; "
+            "the benchmark tool's files are listed in the claims and the serving section",
+        )
     if not facts.sources:
         blocks = [Para(rich("The bundle has no sources table rows."), "warn")]
     return Section("sources", "Sources and benefit", tuple(blocks), _SOURCE_LIMITS)

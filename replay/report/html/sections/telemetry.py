@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from replay.report.fmt import exact_text, float_text
 from replay.report.html.sections.claim_notes import _claim, _claim_note
-from replay.report.html.sections.common import MAX_ROWS, NOT_EVIDENCED, _pct
+from replay.report.html.sections.common import MAX_ROWS, NOT_EVIDENCED, _pct, not_applicable
 from replay.report.html.view import Block, Para, Section, Span, Table, cell, rich
 from replay.result import ReplayResult
 from replay.sections.telemetry import TelemetryResult
@@ -45,6 +45,8 @@ def _peaks_table(t: TelemetryResult) -> Table | None:
 def telemetry_section(r: ReplayResult) -> Section:
     """The telemetry section ("not evidenced" when the bundle records no sample)."""
     t = r.telemetry
+    if (why := r.not_applicable("telemetry")) is not None:
+        return not_applicable("telemetry", "Telemetry: peak HBM", why)
     if not r.evidenced("telemetry"):
         return Section(
             "telemetry",

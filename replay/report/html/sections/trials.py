@@ -17,7 +17,7 @@ from replay.report.html.charts.latency import latency_chart
 from replay.report.html.charts.marks import ArmPanel, Effect, ServerPoints
 from replay.report.html.charts.svg import undrawable
 from replay.report.html.facts import BundleFacts
-from replay.report.html.sections.common import MAX_ROWS
+from replay.report.html.sections.common import MAX_ROWS, not_applicable
 from replay.report.html.view import Block, Chart, Para, Section, Span, Table, cell, rich
 from replay.result import ReplayResult
 from replay.sections.latency import LatencyResult
@@ -121,8 +121,9 @@ def _chart(r: ReplayResult, panels: Sequence[ArmPanel], charts: bool) -> list[Bl
         "bar is the server mean, the dashed line the arm mean (the mean of its server means); "
         "the arrow is the change the replay derived"
         + "".join(f" ({e.baseline} → {e.candidate}: {e.label})" for e in _effects(r))
-        + ". Servers in run order. The warmups "
-        f"({n_warm}, never samples) are on the small axis to the right, on their own scale."
+        + ". Servers grouped by arm, in run order within each arm. The warmups "
+        f"({n_warm}, never samples) are on a small axis of their own scale (to the right; "
+        "below it on a phone)."
     )
     if not any(s.warmups or s.measured_ok or s.measured_failed for p in panels for s in p.servers):
         return [
@@ -159,21 +160,35 @@ def _chart(r: ReplayResult, panels: Sequence[ArmPanel], charts: bool) -> list[Bl
             )
         ]
     chart = latency_chart(panels, effects=_effects(r))
+    phone = latency_chart(panels, "latency-phone", _effects(r), phone=True)
     if not chart.individual:
         caption += rich(
             " With this many requests the marks are drawn as one embedded image (too many "
             "for one SVG element each); every request is still one dot."
         )
     out: list[Block] = [
-        Chart("latency", chart.svg, caption, "Repeated-trial chart", dict(chart.marks))
+        Chart(
+            "latency",
+            chart.svg,
+            caption,
+            "Repeated-trial chart",
+            dict(chart.marks),
+            phone.svg,
+        )
     ]
     if n_measured:
         dist = distribution_chart(panels)
+        dist_phone = distribution_chart(panels, "distribution-phone", phone=True)
         if not dist.individual:
             dist_caption += rich(" Arms with many requests are drawn as a step line only.")
         out.append(
             Chart(
-                "distribution", dist.svg, dist_caption, "Per-request distribution", dict(dist.marks)
+                "distribution",
+                dist.svg,
+                dist_caption,
+                "Per-request distribution",
+                dict(dist.marks),
+                dist_phone.svg,
             )
         )
     return out
@@ -214,6 +229,8 @@ def _arms_table(lat: LatencyResult) -> Table:
 
 def trials_section(r: ReplayResult, facts: BundleFacts, charts: bool) -> Section:
     """The repeated-trials section; ``charts`` draws the SVG chart (needs matplotlib)."""
+    if (why := r.not_applicable("latency")) is not None:
+        return not_applicable("trials", "Repeated trials and latency", why)
     panels = _panels(r, facts)
     untimed = sum(t.untimed for t in facts.trials)
     blocks: list[Block] = [*_chart(r, panels, charts), _trials_table(panels)]
