@@ -493,12 +493,15 @@ def _serving(r: ReplayResult) -> list[TextSection]:
     def ms(v: float | None) -> str:
         return "not re-derivable" if v is None else f"{v:.2f}"
 
+    def count(v: int | None) -> str:
+        return "not re-derivable" if v is None else str(v)
+
     rows = tuple(
         (
             p.arm,
             p.load_point,
-            str(p.requests),
-            str(p.completed),
+            count(p.requests),
+            count(p.completed),
             ms(p.output_tokens_per_s),
             ms(p.ttft_p99_ms),
             ms(p.e2el_p99_ms),

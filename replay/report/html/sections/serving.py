@@ -39,6 +39,10 @@ def _num(v: float | None, fmt: str = ".2f") -> str:
     return "not re-derivable" if v is None else format(v, fmt)
 
 
+def _count(v: int | None) -> str:
+    return "not re-derivable" if v is None else str(v)
+
+
 def _svg(points: tuple[ServingPoint, ...]) -> str:
     import matplotlib
     from matplotlib.figure import Figure
@@ -97,8 +101,8 @@ def serving_section(r: ReplayResult, charts: bool) -> Section | None:
                 (
                     cell(p.arm),
                     cell(p.load_point),
-                    cell(str(p.requests), num=True),
-                    cell(str(p.completed), num=True),
+                    cell(_count(p.requests), num=True),
+                    cell(_count(p.completed), num=True),
                     cell(_num(p.output_tokens_per_s), num=True),
                     cell(_num(p.ttft_p99_ms), num=True),
                     cell(_num(p.e2el_p99_ms), num=True),
