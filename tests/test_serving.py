@@ -209,7 +209,7 @@ def test_aggregates_only_and_old_writer(tmp_path: Path) -> None:
     )
     assert res.returncode == 0, res.stderr
     assert "will be unverifiable at replay" in res.stderr
-    assert "only the tool's aggregates" in res.stderr and "--save-detailed" in res.stderr
+    assert "records no per-request" in res.stderr and "--save-detailed" in res.stderr
     code, doc = _seal_replay(tmp_path)
     assert code == 5
     c = _claims(doc)

@@ -474,7 +474,7 @@ def parse_records(data: bytes, where: str) -> Records:
         np.array(lat, dtype=np.float64),
         all(due),
         None if times is None else np.array(times, dtype=np.int64),
-        np.array(ms, dtype=np.float64).T,
+        np.array(ms, dtype=np.float64),
     )
 
 

@@ -154,11 +154,8 @@ def _missing(r: ServingRun, latency: str) -> str | None:
 
 
 NO_ARRAYS = (
-    "holds only the tool's aggregates (run with --save-detailed); nothing to re-derive them from"
-)
-AGGREGATES_ONLY = (
-    "holds only the tool's aggregates (no per-request arrays: run without "
-    "--save-detailed); nothing to re-derive them from"
+    "records no per-request successes or token counts (written without "
+    "--save-detailed; run with --save-detailed to have them re-derived)"
 )
 
 
@@ -167,8 +164,8 @@ def _aggregates_only(r: ServingRun, latency: str) -> str | None:
     ``latencies`` are recorded and every request is known to have succeeded."""
     if latency != "e2el" or r.latencies is None:
         return (
-            f"{r.source} {AGGREGATES_ONLY} ({latency.upper()}: no per-request values; "
-            "run with --save-detailed)"
+            f"{r.source} records no per-request {latency.upper()} values (written without "
+            "--save-detailed; run with --save-detailed to have them re-derived)"
         )
     if r.ok.size != r.latencies.size:
         return (
