@@ -174,12 +174,14 @@ def _window(run: str) -> float:
     return (end - start).total_seconds()
 
 
-def test_aiperf_goodput_is_claimed_and_confirmed(tmp_path: Path) -> None:
-    res = _import(tmp_path, "aiperf", [(r[:4], AIPERF / r) for r in RUNS])
+@pytest.mark.parametrize("arrival", ["poisson", "gamma0.5"])
+def test_aiperf_goodput_is_claimed_and_confirmed(tmp_path: Path, arrival: str) -> None:
+    runs = [r for r in RUNS if r.endswith(arrival)]
+    res = _import(tmp_path, "aiperf", [(r[:4], AIPERF / r) for r in runs])
     assert res.returncode == 0, res.stderr
     code, doc = _seal_replay(tmp_path, "--json")
     checks = _checks(doc)
-    for run in RUNS:
+    for run in runs:
         lp = "r8-c4-gamma0.5" if "gamma" in run else "r8-c4"
         c = checks[f"{run[:4]}.{lp}.request_goodput"]
         assert c["status"] == "confirmed", c

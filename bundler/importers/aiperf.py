@@ -30,6 +30,12 @@ artifact directory:
   or, as the followed docs describe, ``input_config.loadgen``
   (``concurrency``, ``request_rate``, ``request_count``).
 
+The arrival process of a rate phase (``poisson``; ``gamma`` with ``smoothness``, the
+gamma shape as vLLM's ``burstiness``; ``constant``) is part of the load point. The
+goodput SLOs are ``input_config.slos`` (tag -> ms); AIPerf's ``goodput`` is
+``good_request_count`` over the phase window, a record good when it has every
+SLO'd metric within its threshold.
+
 Definitions used here (``specs/claims-vocabulary.md``): AIPerf's per-record
 ``inter_token_latency`` is ``(request_latency - time_to_first_token) /
 (output_sequence_length - 1)``, which is the vocabulary's TPOT, so its

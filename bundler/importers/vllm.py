@@ -22,6 +22,12 @@ Checked against files ``vllm bench serve`` 0.33.0 (PyPI) wrote
 printed peaks ``max_output_tokens_per_s`` and ``max_concurrent_requests``
 (per whole second of the run) and ``rtfx``; the peaks go to ``not_claimed``.
 
+Without ``--save-detailed``, 0.33.0 drops ``errors``, ``ttfts``, ``itls``, the token
+counts and ``start_times`` but keeps ``latencies`` (one per request, failed ones
+included) and ``queue_times``: ``latencies`` is kept (see ``ServingRun``). The
+arrival process is ``burstiness`` (gamma shape; 1: Poisson), part of the load point.
+0.33.0 writes no ``vllm_commit``: such a key comes from ``--metadata KEY=VALUE``.
+
 A request succeeded when its ``errors`` entry is empty (the writer stores ``""``).
 The file is parsed as it is; nothing is converted or filled in.
 """
