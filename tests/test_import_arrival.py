@@ -250,6 +250,7 @@ def test_aggregates_only_vllm_keeps_latencies(tmp_path: Path) -> None:
         assert c["status"] == "confirmed", c
         assert float(Fraction(c["exact"])) == pytest.approx(want, rel=1e-12)
         assert want == pytest.approx(base[key], rel=1e-9)  # the tool's own figure
+        assert "the file records no failed one" in c["derivation"]
     # The candidate's file records a failed request but not which: E2EL is not re-derived.
     c = checks["cand.r8-c4.mean_e2el_ms"]
     assert c["status"] == "unverifiable"
@@ -264,6 +265,15 @@ def test_aggregates_only_vllm_keeps_latencies(tmp_path: Path) -> None:
     serving = [ln for ln in rows if "r8-c4" in ln]
     assert serving and all("not re-derivable" in ln for ln in serving), text
     assert not any(" 0 " in ln.split("r8-c4", 1)[1][:24] for ln in serving), serving
+    rep = _cli("report", tmp_path / "x.bundle", "--allow-unsigned", "-o", tmp_path / "r.html")
+    assert rep.returncode == 5, rep.stderr
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    table = html[html.index('id="serving-table"') :]
+    table = table[: table.index("</table>")]
+    base_row = table[table.index(">base<") :]
+    base_row = base_row[: base_row.index("</tr>")]
+    # requests, completed, tokens/s and p99 TTFT: not re-derivable; p99 E2EL is.
+    assert base_row.count("not re-derivable") == 4, base_row
 
 
 # --- defect 6: import says what replay will not be able to check ------------------

@@ -130,7 +130,7 @@ def _arrival(doc: dict[str, Any], where: str) -> str:
     ``burstiness`` (1: Poisson; ``inf``: constant gaps); files before it record none
     (Poisson)."""
     v = doc.get("burstiness", 1.0)
-    if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0 or math.isnan(v):
+    if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:  # NaN too
         raise _fail(where, "burstiness", f"expected a number > 0, found {shown(v)}")
     return arrival_text(float(v))
 

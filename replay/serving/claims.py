@@ -51,9 +51,13 @@ def _latency(rs: RunStats, latency: Any, kind: str, pct: Fraction | None, unit: 
         kind, f"{pct}th percentile (linear)"
     )
     out = to_unit(v, unit)
+    # An aggregates-only file names no failed request: its latencies count as successes
+    # only because it records none (vllm._aggregates_only_latencies); say so.
+    basis = "" if rs.run.detailed else " (every request's: the file records no failed one)"
     return (
         out,
-        f"{what} of {count} {str(latency).upper()} values of {_where(rs)} = {display(out)} {unit}",
+        f"{what} of {count} {str(latency).upper()} values{basis} of {_where(rs)} = "
+        f"{display(out)} {unit}",
     )
 
 
