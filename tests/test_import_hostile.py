@@ -116,6 +116,12 @@ VLLM_CASES: list[tuple[str, Callable[[Any], None], str, str]] = [
     ("concurrency-300-digits", _put("max_concurrency"), D300, "max_concurrency"),
     ("concurrency-5000-digits", _put("max_concurrency"), D5000, "max_concurrency"),
     ("nested-100000-deep", _put("label"), DEEP, "label[0][0][0][0][0][0][0]..."),
+    # The arrival process is part of a load point id (issue 23): a bad one is refused.
+    ("burstiness-string", _put("burstiness"), '"0.5"', "burstiness"),
+    ("burstiness-true", _put("burstiness"), "true", "burstiness"),
+    ("burstiness-negative", _put("burstiness"), "-1", "burstiness"),
+    ("burstiness-zero", _put("burstiness"), "0", "burstiness"),
+    ("burstiness-nan", _put("burstiness"), "NaN", "burstiness"),
 ]
 
 
@@ -269,6 +275,25 @@ AIPERF_AGGREGATE_CASES: list[tuple[str, Callable[[Any], None], str, str]] = [
         "start_time",
     ),
     ("nested-100000-deep", _put("benchmark_id"), DEEP, "benchmark_id[0][0][0][0][0][0][0]..."),
+    # Goodput SLOs become claim params (issue 23): a bad threshold is refused.
+    (
+        "slo-negative",
+        _put("input_config", "slos"),
+        '{"time_to_first_token": -5}',
+        "input_config.slos.time_to_first_token",
+    ),
+    (
+        "slo-string",
+        _put("input_config", "slos"),
+        '{"inter_token_latency": "20"}',
+        "input_config.slos.inter_token_latency",
+    ),
+    (
+        "slo-nan",
+        _put("input_config", "slos"),
+        '{"request_latency": NaN}',
+        "input_config.slos.request_latency",
+    ),
 ]
 
 

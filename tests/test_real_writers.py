@@ -121,7 +121,8 @@ def test_phase_kinds_rate_and_refusals() -> None:
     assert (run.load_point, run.request_rate, run.max_concurrency) == ("r2.5-cnone", 2.5, None)
     capped = [rate[0] | {"type": "constant", "concurrency": 3, "requests": 14}]
     run = aiperf.parse(recs, "r", _with_phases(capped), "a", "x")
-    assert (run.load_point, run.num_prompts) == ("r2.5-c3", 14)
+    # Constant gaps are another arrival process than Poisson: another load point.
+    assert (run.load_point, run.num_prompts) == ("r2.5-c3-constant", 14)
     bad = {
         "input_config.phases[0].type": [rate[0] | {"type": "fixed_schedule"}],
         "input_config.phases[0].rate": [rate[0] | {"rate": None}],

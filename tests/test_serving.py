@@ -208,7 +208,8 @@ def test_aggregates_only_and_old_writer(tmp_path: Path) -> None:
         [("base", _write(tmp_path, "agg.json", agg)), ("cand", _write(tmp_path, "old.json", old))],
     )
     assert res.returncode == 0, res.stderr
-    assert "only aggregates" in res.stderr
+    assert "will be unverifiable at replay" in res.stderr
+    assert "records no per-request" in res.stderr and "--save-detailed" in res.stderr
     code, doc = _seal_replay(tmp_path)
     assert code == 5
     c = _claims(doc)

@@ -11,7 +11,16 @@ import numpy.typing as npt
 
 from bundler.errors import UsageError
 
-__all__ = ["LATENCIES", "MAX_COUNT", "ServingRun", "SourceError", "load_point_id", "shown"]
+__all__ = [
+    "LATENCIES",
+    "MAX_COUNT",
+    "POISSON",
+    "ServingRun",
+    "SourceError",
+    "arrival_text",
+    "load_point_id",
+    "shown",
+]
 
 LATENCIES = ("ttft", "tpot", "itl", "e2el")
 """Per-request latency kinds: time to first token, time per output token (excluding the
@@ -37,10 +46,33 @@ def _rate_text(rate: float) -> str:
     return format(rate, "g")
 
 
-def load_point_id(request_rate: float, max_concurrency: int | None) -> str:
-    """The id of a load point: ``r<rate>-c<concurrency>`` (``rinf-c16``, ``r4-cnone``)."""
+POISSON = "poisson"
+"""The arrival process of a load point unless a source records another: exponential
+gaps between request sends (vLLM ``--burstiness 1``, AIPerf's ``poisson`` phase)."""
+
+
+def arrival_text(shape: float | None) -> str:
+    """The arrival process of a rate-limited run with gamma-distributed gaps of ``shape``
+    (vLLM ``--burstiness``, AIPerf ``--arrival-smoothness``) at a fixed mean rate: shape 1
+    is Poisson (exponential gaps), ``inf`` constant gaps; None: constant gaps as well."""
+    if shape is None or math.isinf(shape):
+        return "constant"
+    if shape == 1:
+        return POISSON
+    return f"gamma{format(shape, 'g')}"
+
+
+def load_point_id(request_rate: float, max_concurrency: int | None, arrival: str = POISSON) -> str:
+    """The id of a load point: ``r<rate>-c<concurrency>`` (``rinf-c16``, ``r4-cnone``),
+    with ``-<arrival>`` appended when the rate is finite and the arrival process is not
+    Poisson (``r8-c4-gamma0.5``, ``r8-cnone-constant``): the same rate at another arrival
+    process is another load point. At an infinite rate every request is sent at once, so
+    no arrival process applies and none is named."""
     conc = "none" if max_concurrency is None else str(max_concurrency)
-    return f"r{_rate_text(request_rate)}-c{conc}"
+    base = f"r{_rate_text(request_rate)}-c{conc}"
+    if math.isinf(request_rate) or arrival == POISSON:
+        return base
+    return f"{base}-{arrival}"
 
 
 @dataclass(frozen=True)
@@ -67,6 +99,18 @@ class ServingRun:
             values (AIPerf: ``itl``); claims on it are unverifiable.
         times_ns: per request, (start, end) on the client's wall clock in ns, when
             the source records both for every request (AIPerf); else None.
+        arrival: the arrival process at a finite rate (``poisson``, ``gamma<shape>``,
+            ``constant``; ``arrival_text``); part of the load point.
+        recorded_ms: latency kind -> each request's value in ms exactly as the source
+            recorded it, NaN where its record has none (AIPerf: ``ttft``, ``e2el`` and
+            ``tpot``, its per-record ``inter_token_latency``), for the tool's own
+            goodput definition.
+
+    An aggregates-only file (``detailed`` False) may still hold per-request
+    ``latencies`` (vLLM 0.33 keeps them without ``--save-detailed``): they are kept,
+    and ``ok`` is then all True when the file records no failed request (the file
+    names no failed request otherwise, so ``ok`` stays empty and E2EL is not
+    re-derivable); the other arrays stay empty.
     """
 
     source: str
@@ -88,10 +132,12 @@ class ServingRun:
     meta: dict[str, Any] = field(default_factory=dict)
     unrecorded: dict[str, str] = field(default_factory=dict)
     times_ns: npt.NDArray[np.int64] | None = None
+    arrival: str = POISSON
+    recorded_ms: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
-        """Requests recorded."""
+        """Requests recorded (per-request arrays; 0 for an aggregates-only file)."""
         return int(self.ttfts.size)
 
     @property

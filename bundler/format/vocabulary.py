@@ -161,8 +161,9 @@ _SERVING = (
         "request_goodput",
         _LP,
         ("requests/s",),
-        "completed requests within every stated SLO / duration",
-        optional=("ttft_ms", "tpot_ms", "e2el_ms"),
+        "completed requests within every stated SLO / duration (definition: vllm, the "
+        "default, or aiperf)",
+        optional=("ttft_ms", "tpot_ms", "e2el_ms", "definition"),
     ),
     Statistic("requests_completed", _LP, ("count",), "successful requests of the load point"),
     Statistic("requests_failed", _LP, ("count",), "failed requests of the load point"),

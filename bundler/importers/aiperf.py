@@ -30,6 +30,12 @@ artifact directory:
   or, as the followed docs describe, ``input_config.loadgen``
   (``concurrency``, ``request_rate``, ``request_count``).
 
+The arrival process of a rate phase (``poisson``; ``gamma`` with ``smoothness``, the
+gamma shape as vLLM's ``burstiness``; ``constant``) is part of the load point. The
+goodput SLOs are ``input_config.slos`` (tag -> ms); AIPerf's ``goodput`` is
+``good_request_count`` over the phase window, a record good when it has every
+SLO'd metric within its threshold.
+
 Definitions used here (``specs/claims-vocabulary.md``): AIPerf's per-record
 ``inter_token_latency`` is ``(request_latency - time_to_first_token) /
 (output_sequence_length - 1)``, which is the vocabulary's TPOT, so its
@@ -56,7 +62,15 @@ import numpy as np
 
 from bundler._internal.jsonload import JsonLoadError, line_loader, loads
 from bundler.errors import Problem
-from bundler.format.serving_run import MAX_COUNT, ServingRun, SourceError, load_point_id, shown
+from bundler.format.serving_run import (
+    MAX_COUNT,
+    POISSON,
+    ServingRun,
+    SourceError,
+    arrival_text,
+    load_point_id,
+    shown,
+)
 
 __all__ = ["AGGREGATE_NAME", "FORMAT", "RECORDS_NAME", "locate", "parse"]
 
@@ -78,7 +92,18 @@ _SINGLE = {
     "error_request_count": "failed",
     "total_isl": "total_input_tokens",
     "total_osl": "total_output_tokens",
+    "goodput": "request_goodput",
 }
+GOODPUT_SLO_TAGS = {
+    "time_to_first_token": "ttft_ms",
+    "request_latency": "e2el_ms",
+    "inter_token_latency": "tpot_ms",
+}
+"""AIPerf SLO tags whose per-record values the records carry, as goodput claim params.
+AIPerf's goodput (``good_request_count`` / the phase window) counts a request good when
+its record has every SLO'd metric and each is <= its threshold (ms), so a one-token
+response (no ``inter_token_latency``) is never good under an inter_token_latency SLO,
+where vLLM counts its TPOT as 0."""
 _NEEDED = (
     "time_to_first_token",
     "request_latency",
@@ -193,7 +218,26 @@ def _int_at_least_1(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_COUNT
 
 
-def _phase_load_point(phases: list[Any], where: str) -> tuple[float, int | None, int | None]:
+LoadPoint = tuple[float, int | None, int | None, str]
+"""Request rate, concurrency cap, requests asked for, arrival process."""
+
+
+def _phase_arrival(ph: dict[str, Any], kind: Any, at: str, where: str) -> str:
+    """AIPerf's arrival process: ``poisson``; ``gamma`` of shape ``smoothness`` (absent:
+    1, Poisson; AIPerf draws gaps as vLLM does for ``--burstiness``); ``constant``."""
+    if kind == "constant":
+        return arrival_text(None)
+    if kind == "gamma":
+        shape = ph.get("smoothness")
+        if shape is None:
+            return POISSON
+        if not _finite(shape) or shape <= 0:
+            raise _fail(where, f"{at}.smoothness", f"expected a number > 0, found {shown(shape)}")
+        return arrival_text(float(shape))
+    return POISSON
+
+
+def _phase_load_point(phases: list[Any], where: str) -> LoadPoint:
     """The load point of AIPerf 0.13's ``input_config.phases`` (its one profiling phase)."""
     prof = [
         (i, ph)
@@ -236,10 +280,11 @@ def _phase_load_point(phases: list[Any], where: str) -> tuple[float, int | None,
             "no (rate, concurrency) load point describes it",
         )
     count = ph.get("requests")
-    return rate_f, conc, count if _int_at_least_1(count) else None
+    arrival = _phase_arrival(ph, kind, at, where)
+    return rate_f, conc, count if _int_at_least_1(count) else None, arrival
 
 
-def _load_point(doc: dict[str, Any], where: str) -> tuple[float, int | None, int | None]:
+def _load_point(doc: dict[str, Any], where: str) -> LoadPoint:
     cfg = doc.get("input_config")
     if isinstance(cfg, dict) and isinstance(cfg.get("phases"), list):
         return _phase_load_point(cfg["phases"], where)
@@ -270,7 +315,8 @@ def _load_point(doc: dict[str, Any], where: str) -> tuple[float, int | None, int
     else:
         rate_f = float(rate)
     count = loadgen.get("request_count")
-    return rate_f, conc, count if _int_at_least_1(count) else None
+    # The followed docs' loadgen names no arrival pattern: AIPerf's default, Poisson.
+    return rate_f, conc, count if _int_at_least_1(count) else None, POISSON
 
 
 def _latency_aggregates(
@@ -320,8 +366,10 @@ def _aggregates(
     return out, names, left
 
 
-Row = tuple[bool, float, float, float, float, bool]
-"""One request: ok, input tokens, output tokens, TTFT s, latency s, TPOT recorded if due."""
+Row = tuple[bool, float, float, float, float, bool, float, float, float]
+"""One request: ok, input tokens, output tokens, TTFT s, latency s, TPOT recorded if due,
+then the recorded time_to_first_token, request_latency and inter_token_latency in ms
+(NaN where the record has none)."""
 
 
 def _record(r: Any, where: str, rec: str) -> Row | None:
@@ -337,7 +385,7 @@ def _record(r: Any, where: str, rec: str) -> Row | None:
         raise _fail(where, "error", "expected null or an object", rec)
     if error is not None:
         isl = _metric(metrics, "error_isl", "tokens", where, rec)
-        return False, isl or 0.0, 0.0, math.nan, math.nan, True
+        return False, isl or 0.0, 0.0, math.nan, math.nan, True, math.nan, math.nan, math.nan
     vals = {
         t: _metric(metrics, t, "ms" if t in _LATENCY_TAGS else "tokens", where, rec)
         for t in _NEEDED
@@ -352,13 +400,17 @@ def _record(r: Any, where: str, rec: str) -> Row | None:
             rec,
         )
     osl = vals["output_sequence_length"] or 0.0
+    itl = _metric(metrics, "inter_token_latency", "ms", where, rec)
     return (
         True,
         vals["input_sequence_length"] or 0.0,
         osl,
         (vals["time_to_first_token"] or 0.0) / 1000.0,
         (vals["request_latency"] or 0.0) / 1000.0,
-        osl <= 1 or "inter_token_latency" in metrics,
+        osl <= 1 or itl is not None,
+        vals["time_to_first_token"] or 0.0,
+        vals["request_latency"] or 0.0,
+        math.nan if itl is None else itl,
     )
 
 
@@ -377,13 +429,17 @@ def _ns(metadata: dict[str, Any], key: str, where: str, rec: str) -> int | None:
     return v
 
 
-Records = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, np.ndarray | None]
+Records = tuple[
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, np.ndarray | None, np.ndarray
+]
 
 
 def parse_records(data: bytes, where: str) -> Records:
     """ok, input_lens, output_lens, ttfts (s), latencies (s), whether every successful
-    request with more than one output token has its inter_token_latency, and the
-    (start, end) ns of every request (None unless every record has both)."""
+    request with more than one output token has its inter_token_latency, the
+    (start, end) ns of every request (None unless every record has both), and the
+    recorded (time_to_first_token, request_latency, inter_token_latency) ms per
+    request (NaN where absent)."""
     rows: list[Row] = []
     times: list[tuple[int, int]] | None = []
     text = _decode(data, where)
@@ -415,7 +471,7 @@ def parse_records(data: bytes, where: str) -> Records:
             times = None
     if not rows:
         raise _fail(where, None, "no profiling records")
-    ok, inp, out, ttft, lat, due = zip(*rows, strict=True)
+    ok, inp, out, ttft, lat, due, *ms = zip(*rows, strict=True)
     return (
         np.array(ok, dtype=np.bool_),
         np.array(inp, dtype=np.int64),
@@ -424,6 +480,7 @@ def parse_records(data: bytes, where: str) -> Records:
         np.array(lat, dtype=np.float64),
         all(due),
         None if times is None else np.array(times, dtype=np.int64),
+        np.array(ms, dtype=np.float64),
     )
 
 
@@ -432,7 +489,12 @@ WINDOW_UNCERTAINTY_S = 2e-6
 ``datetime.fromtimestamp(ns / 1e9)``, rounded to the microsecond (<= 0.5 us) after the
 double division (<= 0.25 us at today's epoch), so the difference is off by < 1.5 us."""
 
-_THROUGHPUT_TAGS = ("request_throughput", "output_token_throughput", "total_token_throughput")
+_THROUGHPUT_TAGS = (
+    "request_throughput",
+    "output_token_throughput",
+    "total_token_throughput",
+    "goodput",
+)
 
 
 def _phase_window(doc: dict[str, Any], where: str) -> float | str:
@@ -459,6 +521,45 @@ def _phase_window(doc: dict[str, Any], where: str) -> float | str:
     return w
 
 
+def _goodput_slos(
+    doc: dict[str, Any],
+    where: str,
+    aggregates: dict[str, float],
+    names: dict[str, str],
+    left: list[str],
+) -> dict[str, float] | None:
+    """The goodput SLOs AIPerf recorded (``input_config.slos``) as claim params
+    (``ttft_ms``, ``tpot_ms``, ``e2el_ms``); None, with AIPerf's goodput moved from
+    ``aggregates`` to ``left`` with the reason, when it cannot be re-derived."""
+    why = _slos(doc, where)
+    if isinstance(why, dict):
+        return why
+    if aggregates.pop("request_goodput", None) is not None:
+        names.pop("request_goodput", None)
+        left.append(f"goodput ({why})")
+    return None
+
+
+def _slos(doc: dict[str, Any], where: str) -> dict[str, float] | str:
+    cfg = doc.get("input_config")
+    slos = cfg.get("slos") if isinstance(cfg, dict) else None
+    if not isinstance(slos, dict) or not slos:
+        return f"{where} records no goodput SLOs (input_config.slos)"
+    out: dict[str, float] = {}
+    for tag, v in sorted(slos.items()):
+        if tag not in GOODPUT_SLO_TAGS:
+            return (
+                f"{where}: the SLO on {shown(tag)} (input_config.slos) is on a metric the "
+                "records do not carry per request for this check"
+            )
+        if not _finite(v) or v <= 0:
+            raise _fail(
+                where, f"input_config.slos.{tag}", f"expected a number > 0, found {shown(v)}"
+            )
+        out[GOODPUT_SLO_TAGS[tag]] = float(v)
+    return out
+
+
 def parse(
     records: bytes, records_where: str, aggregate: bytes, aggregate_where: str, arm: str
 ) -> ServingRun:
@@ -469,7 +570,7 @@ def parse(
             a successful record misses a metric or has a negative or non-finite one.
     """
     doc = _aggregate_doc(aggregate, aggregate_where)
-    rate, conc, n_req = _load_point(doc, aggregate_where)
+    rate, conc, n_req, arrival = _load_point(doc, aggregate_where)
     dur = doc["benchmark_duration"]
     if dur.get("unit") not in ("sec", "s"):
         raise _fail(
@@ -502,7 +603,8 @@ def parse(
                 "duration_from": "the profiling phase's window, end_time - start_time",
                 "duration_rel_uncertainty": WINDOW_UNCERTAINTY_S / window,
             }
-    ok, inp, out, ttft, lat, tpot_complete, times = parse_records(records, records_where)
+    slos = _goodput_slos(doc, aggregate_where, aggregates, names, left)
+    ok, inp, out, ttft, lat, tpot_complete, times, ms = parse_records(records, records_where)
     unrecorded = {"itl": f"{records_where}: {ITL_NOT_RECORDED}"}
     if not tpot_complete:
         unrecorded["tpot"] = (
@@ -518,6 +620,8 @@ def parse(
         "benchmark_duration": float(d),
         **extra,
     }
+    if slos is not None:
+        meta["goodput_slos"] = slos
     for k in ("aiperf_version", "start_time", "end_time", "was_cancelled"):
         if k in doc:
             meta[k] = doc[k]
@@ -526,7 +630,7 @@ def parse(
     return ServingRun(
         source=records_where,
         arm=arm,
-        load_point=load_point_id(rate, conc),
+        load_point=load_point_id(rate, conc, arrival),
         request_rate=rate,
         max_concurrency=conc,
         num_prompts=n_req,
@@ -543,4 +647,6 @@ def parse(
         meta=meta,
         unrecorded=unrecorded,
         times_ns=times,
+        arrival=arrival,
+        recorded_ms={"ttft": ms[0], "e2el": ms[1], "tpot": ms[2]},
     )

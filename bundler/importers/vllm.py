@@ -22,6 +22,12 @@ Checked against files ``vllm bench serve`` 0.33.0 (PyPI) wrote
 printed peaks ``max_output_tokens_per_s`` and ``max_concurrent_requests``
 (per whole second of the run) and ``rtfx``; the peaks go to ``not_claimed``.
 
+Without ``--save-detailed``, 0.33.0 drops ``errors``, ``ttfts``, ``itls``, the token
+counts and ``start_times`` but keeps ``latencies`` (one per request, failed ones
+included) and ``queue_times``: ``latencies`` is kept (see ``ServingRun``). The
+arrival process is ``burstiness`` (gamma shape; 1: Poisson), part of the load point.
+0.33.0 writes no ``vllm_commit``: such a key comes from ``--metadata KEY=VALUE``.
+
 A request succeeded when its ``errors`` entry is empty (the writer stores ``""``).
 The file is parsed as it is; nothing is converted or filled in.
 """
@@ -38,7 +44,14 @@ import numpy.typing as npt
 
 from bundler._internal.jsonload import JsonLoadError, loads
 from bundler.errors import Problem
-from bundler.format.serving_run import MAX_COUNT, ServingRun, SourceError, load_point_id, shown
+from bundler.format.serving_run import (
+    MAX_COUNT,
+    ServingRun,
+    SourceError,
+    arrival_text,
+    load_point_id,
+    shown,
+)
 
 __all__ = ["AGGREGATE_RE", "FORMAT", "looks_like", "parse"]
 
@@ -110,6 +123,16 @@ def _rate(doc: dict[str, Any], where: str) -> float:
     if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:
         raise _fail(where, "request_rate", f'expected a number > 0 or "inf", found {shown(v)}')
     return float(v)
+
+
+def _arrival(doc: dict[str, Any], where: str) -> str:
+    """The arrival process: vLLM draws each gap from a gamma distribution of shape
+    ``burstiness`` (1: Poisson; ``inf``: constant gaps); files before it record none
+    (Poisson)."""
+    v = doc.get("burstiness", 1.0)
+    if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:  # NaN too
+        raise _fail(where, "burstiness", f"expected a number > 0, found {shown(v)}")
+    return arrival_text(float(v))
 
 
 def _opt_int(doc: dict[str, Any], key: str, where: str) -> int | None:
@@ -212,6 +235,31 @@ def _aggregates(doc: dict[str, Any]) -> dict[str, float]:
     return out
 
 
+def _aggregates_only_latencies(
+    doc: dict[str, Any], where: str
+) -> tuple[npt.NDArray[np.float64] | None, npt.NDArray[np.bool_]]:
+    """The per-request ``latencies`` of a file written without ``--save-detailed``, and
+    which requests succeeded.
+
+    vLLM 0.33 drops ``errors`` (and ``ttfts``, ``itls``, ...) without ``--save-detailed``
+    but keeps ``latencies``, one per request sent, failed ones included. Which requests
+    failed is then not recorded: the successes are known only when the file records no
+    failed request (``failed`` 0 and ``completed`` equal to the number of latencies);
+    otherwise ``ok`` is empty and E2EL cannot be re-derived.
+    """
+    no_ok = np.zeros(0, dtype=np.bool_)
+    if "latencies" not in doc:
+        return None, no_ok
+    latencies = _floats(doc["latencies"], where, "latencies")
+    n = latencies.size
+    failed, completed = doc.get("failed"), doc.get("completed")
+    if type(failed) is int and failed == 0 and type(completed) is int and completed == n > 0:
+        ok = np.ones(n, dtype=np.bool_)
+        _check_times(latencies, ok, where, "latencies")
+        return latencies, ok
+    return latencies, no_ok
+
+
 def parse(data: bytes, where: str, arm: str) -> ServingRun:
     """Parse one result file of ``arm``; the load point comes from its rate and concurrency.
 
@@ -248,27 +296,31 @@ def parse(data: bytes, where: str, arm: str) -> ServingRun:
     if left:
         meta["not_claimed_aggregates"] = left
     detailed = "ttfts" in doc
+    arrival = _arrival(doc, where)
+    lp = load_point_id(rate, conc, arrival)
     empty_f = np.zeros(0, dtype=np.float64)
     empty_i = np.zeros(0, dtype=np.int64)
     if not detailed:
+        latencies, ok = _aggregates_only_latencies(doc, where)
         return ServingRun(
             source=where,
             arm=arm,
-            load_point=load_point_id(rate, conc),
+            load_point=lp,
             request_rate=rate,
             max_concurrency=conc,
             num_prompts=num_prompts,
             duration_s=duration,
             detailed=False,
-            ok=np.zeros(0, dtype=np.bool_),
+            ok=ok,
             input_lens=empty_i,
             output_lens=empty_i,
             ttfts=empty_f,
-            latencies=None,
+            latencies=latencies,
             itl_counts=empty_i,
             itl=empty_f,
             aggregates=_aggregates(doc),
             meta=meta,
+            arrival=arrival,
         )
     for key in _PER_REQUEST:
         if key not in doc:
@@ -305,7 +357,7 @@ def parse(data: bytes, where: str, arm: str) -> ServingRun:
     return ServingRun(
         source=where,
         arm=arm,
-        load_point=load_point_id(rate, conc),
+        load_point=lp,
         request_rate=rate,
         max_concurrency=conc,
         num_prompts=num_prompts,
@@ -320,4 +372,5 @@ def parse(data: bytes, where: str, arm: str) -> ServingRun:
         itl=itl,
         aggregates=_aggregates(doc),
         meta=meta,
+        arrival=arrival,
     )

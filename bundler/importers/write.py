@@ -27,7 +27,7 @@ from typing import Any
 
 from bundler._internal.userfile import IMPORT_SOURCE_MAX_BYTES, read_user_file
 from bundler.errors import Problem, UsageError
-from bundler.format.serving_run import ServingRun, SourceError
+from bundler.format.serving_run import POISSON, ServingRun, SourceError
 from bundler.importers import aiperf, vllm
 
 __all__ = ["FORMATS", "ImportResult", "import_campaign"]
@@ -36,7 +36,11 @@ FORMATS = (vllm.FORMAT, aiperf.FORMAT)
 _ARM_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _SHA_RE = re.compile(r"^[0-9a-f]{7,64}$")
 _TOOL = {vllm.FORMAT: "vllm bench serve", aiperf.FORMAT: "aiperf profile"}
-_API = {"openai-chat": "openai-chat-completions"}
+_API = {
+    "openai-chat": "openai-chat-completions",  # vLLM --backend
+    "chat": "openai-chat-completions",  # AIPerf --endpoint-type
+    "completions": "openai-completions",
+}
 _NOT_RECORDED = (
     "worker teardown and exit status (no teardown budgets were invented)",
     "device telemetry",
@@ -61,16 +65,27 @@ _COUNTS = {
     "total_output_tokens": "output_tokens_total",
 }
 _GOODPUT_KEYS = ("request_goodput", "request_goodput:")
+_NO_COMMIT_ANY = "The source records no commit of the server runtime."
+_NO_COMMIT = {
+    vllm.FORMAT: "vllm bench serve records no commit of the server it measured: a "
+    "'vllm_commit' in its file is not written by vLLM itself (0.33.0 copies such keys "
+    "from --metadata KEY=VALUE) and names at most the vLLM the benchmark client ran, "
+    "not necessarily the server runtime's",
+    aiperf.FORMAT: "AIPerf records its own version (aiperf_version), the client's, "
+    "not the server runtime's commit",
+}
 
 
 @dataclass(frozen=True)
 class ImportResult:
-    """What was written: the directory, its runs, claims and not-claimed rows."""
+    """What was written: the directory, its runs, claims and not-claimed rows
+    (``claim_rows``: the claims as written, for a preview of what replay can check)."""
 
     directory: Path
     runs: tuple[ServingRun, ...]
     claims: int
     not_claimed: int
+    claim_rows: tuple[dict[str, Any], ...] = ()
 
 
 def _decimal_text(x: float, decimals: int) -> str:
@@ -154,23 +169,71 @@ def _claims_of(
             row |= {"statistic": _COUNTS[key], "params": dict(base), "unit": "count"}
             row["value"] = str(int(x))
         elif key in _GOODPUT_KEYS:
-            if not goodput:
-                not_claimed.append(
-                    {
-                        "what": f"request goodput at {run.arm} {run.load_point} ({key} = {x!r})",
-                        "note": "the tool does not record its --goodput SLOs; import with "
-                        "--goodput to state them and have the figure checked",
-                    }
-                )
+            got = _goodput_fields(
+                run,
+                key,
+                x=x,
+                decimals=decimals,
+                goodput=goodput,
+                name=names.get(key, key),
+                written_in=written_in,
+            )
+            if isinstance(got, dict):
+                not_claimed.append(got)
                 continue
-            slo = {f"{k}_ms": v for k, v in goodput.items()}
-            row |= {"statistic": "request_goodput", "params": {**base, **slo}}
-            row |= {"unit": "requests/s", "value": _decimal_text(x, decimals)}
+            row |= got[0]
         else:
             continue
-        row["text"] = text + ("" if run.detailed else " (aggregates only: not re-derivable)")
+        row["text"] = text + ("" if run.detailed else " (in a file of aggregates only)")
         claims.append(row)
     return claims, not_claimed
+
+
+def _goodput_fields(
+    run: ServingRun,
+    key: str,
+    *,
+    x: float,
+    decimals: int,
+    goodput: Mapping[str, float] | None,
+    name: str,
+    written_in: str,
+) -> tuple[dict[str, Any]] | dict[str, Any]:
+    """The claim fields of a recorded goodput, or the not-claimed row saying why not.
+
+    AIPerf records its SLOs: the claim takes them and AIPerf's definition. vLLM does
+    not: the claim needs ``--goodput`` and takes vLLM's definition.
+    """
+    base: dict[str, Any] = {"arm": run.arm, "load_point": run.load_point}
+    slos = run.meta.get("goodput_slos")
+    if isinstance(slos, dict):
+        d = _stable_decimals(x, decimals, run.meta.get("duration_rel_uncertainty"))
+        if d is None:
+            return {
+                "what": f"{name} = {x!r} at {run.arm} {run.load_point} (in {written_in})",
+                "note": "the duration it divides by is recorded too coarsely to check even "
+                "a whole-number claim of it",
+            }
+        params = base | slos | {"definition": "aiperf"}
+        return (
+            {"statistic": "request_goodput", "params": params, "unit": "requests/s"}
+            | {"value": _decimal_text(x, d)},
+        )
+    if not goodput:
+        return {
+            "what": f"request goodput at {run.arm} {run.load_point} ({key} = {x!r})",
+            "note": "the tool does not record its --goodput SLOs; import with "
+            "--goodput to state them and have the figure checked",
+        }
+    params = base | {f"{k}_ms": v for k, v in goodput.items()}
+    return (
+        {
+            "statistic": "request_goodput",
+            "params": params,
+            "unit": "requests/s",
+            "value": _decimal_text(x, decimals),
+        },
+    )
 
 
 def _check_args(
@@ -194,8 +257,8 @@ def _check_args(
                     "--commit",
                     None,
                     a,
-                    "no runtime commit for this arm (the source "
-                    "does not record one): give --commit ARM=SHA",
+                    "no runtime commit for this arm: give --commit ARM=SHA. "
+                    + _NO_COMMIT.get(fmt, _NO_COMMIT_ANY),
                 )
             )
         elif not _SHA_RE.match(sha):
@@ -273,6 +336,9 @@ def _jsonl(rows: Sequence[Mapping[str, Any]]) -> bytes:
 def _load_point_doc(run: ServingRun) -> dict[str, Any]:
     rate: Any = "inf" if math.isinf(run.request_rate) else run.request_rate
     doc: dict[str, Any] = {"request_rate": rate, "max_concurrency": run.max_concurrency}
+    if not math.isinf(run.request_rate) and run.arrival != POISSON:
+        # Only when not Poisson, so that the plans of Poisson runs keep their bytes.
+        doc["arrival"] = run.arrival
     if run.num_prompts is not None:
         doc["num_prompts"] = run.num_prompts
     return doc
@@ -296,11 +362,25 @@ def import_campaign(
         SourceError: a source is malformed; nothing is written.
     """
     arms = _check_args(sources, commits, fmt)
+    if goodput and fmt == aiperf.FORMAT:
+        raise UsageError(
+            "--goodput is for vllm: AIPerf records its own SLOs (input_config.slos of "
+            "profile_export_aiperf.json), and the import claims its goodput with them and "
+            "AIPerf's definition"
+        )
     if out.exists() or out.is_symlink():
         raise UsageError(f"{out}: already exists; give a new directory")
     parsed = _parse_all(fmt, sources)
     runs = [r for r, _ in parsed]
-    backend = next((str(r.meta.get("backend")) for r in runs if r.meta.get("backend")), "")
+    # vLLM records --backend; AIPerf its --endpoint-type (input_config.endpoint.type).
+    backend = next(
+        (
+            str(r.meta.get("backend") or r.meta.get("endpoint_type"))
+            for r in runs
+            if r.meta.get("backend") or r.meta.get("endpoint_type")
+        ),
+        "",
+    )
     cid = campaign_id or re.sub(r"[^a-z0-9._-]", "-", out.name.lower()).strip("-.") or "imported"
     files: dict[str, bytes] = {}
     index_sources = []
@@ -335,7 +415,8 @@ def import_campaign(
         not_recorded.append(
             "per-request arrays of: "
             + ", ".join(f"{r.arm} {r.load_point}" for r in runs if not r.detailed)
-            + " (run without --save-detailed: their claims are unverifiable)"
+            + " (run without --save-detailed: only E2EL claims can be re-derived, from "
+            "'latencies' where the file records no failed request)"
         )
     if any(r.detailed and r.latencies is None for r in runs):
         not_recorded.append(
@@ -403,7 +484,7 @@ def import_campaign(
     files["claims.jsonl"] = _jsonl(claims)
     files["not_claimed.jsonl"] = _jsonl(not_claimed)
     _write_atomically(out, files)
-    return ImportResult(out, tuple(runs), len(claims), len(not_claimed))
+    return ImportResult(out, tuple(runs), len(claims), len(not_claimed), tuple(claims))
 
 
 def replace_source(run: ServingRun, rel: str) -> ServingRun:

@@ -13,7 +13,7 @@ from bundler._internal.textsafe import safe
 from bundler._internal.timefmt import format_ns
 from replay.engine.exact import Exact, display
 from replay.report.fmt import exact_text, fixed_text, float_text
-from replay.report.serving_fmt import figure_text, serving_headline
+from replay.report.serving_fmt import count_text, figure_text, request_totals, serving_headline
 from replay.report.words import shout
 from replay.result import ReplayResult
 from replay.sections.claims import CONFIRMED, CONTRADICTED, UNVERIFIABLE
@@ -128,11 +128,17 @@ def _serving_runs(r: ReplayResult) -> str:
     """A serving campaign's requests: the benchmark tool's, not per-server receipts."""
     arms = sorted({p.arm for p in r.serving})
     points = sorted({p.load_point for p in r.serving})
-    return (
+    requests, completed, left_out = request_totals(r.serving)
+    text = (
         f"{len(r.serving)} benchmark run(s): {len(points)} load point(s) × {len(arms)} arm(s), "
-        f"{sum(p.requests for p in r.serving)} requests recorded by the tool, "
-        f"{sum(p.completed for p in r.serving)} completed"
+        f"{requests} requests recorded by the tool, {completed} completed"
     )
+    if left_out:
+        text += (
+            f" (request counts not re-derivable for {left_out} run(s) without per-request "
+            "success records)"
+        )
+    return text
 
 
 def _not_applicable(title: str, r: ReplayResult, section: str) -> TextSection | None:
@@ -556,8 +562,8 @@ def _serving(r: ReplayResult) -> list[TextSection]:
         (
             p.arm,
             p.load_point,
-            str(p.requests),
-            str(p.completed),
+            count_text(p.requests),
+            count_text(p.completed),
             figure_text(p.requests_per_s),
             figure_text(p.output_tokens_per_s),
             figure_text(p.ttft_p99_ms),

@@ -6,15 +6,19 @@ module only prints them, once, for the terminal, Markdown and HTML views.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from replay.result import ReplayResult
-from replay.serving.summary import ServingChange, ServingDelta
+from replay.serving.summary import ServingChange, ServingDelta, ServingPoint
 
 __all__ = [
     "NOT_REDERIVABLE",
     "change_line",
     "change_text",
+    "count_text",
     "delta_text",
     "figure_text",
+    "request_totals",
     "serving_headline",
 ]
 
@@ -24,6 +28,26 @@ NOT_REDERIVABLE = "not re-derivable"
 def figure_text(value: float | None) -> str:
     """A serving figure at two decimals, or why there is none."""
     return NOT_REDERIVABLE if value is None else f"{value:.2f}"
+
+
+def count_text(value: int | None) -> str:
+    """A request count, or why there is none (a file without per-request success records)."""
+    return NOT_REDERIVABLE if value is None else str(value)
+
+
+def request_totals(points: Iterable[ServingPoint]) -> tuple[int, int, int]:
+    """(requests, completed, runs left out): sums over the runs whose counts re-derive.
+
+    A run read from a file without per-request success records (vLLM without
+    ``--save-detailed``) has no count of its own; it is left out and counted apart.
+    """
+    known = [p for p in points if p.requests is not None and p.completed is not None]
+    left_out = sum(1 for p in points if p.requests is None or p.completed is None)
+    return (
+        sum(p.requests or 0 for p in known),
+        sum(p.completed or 0 for p in known),
+        left_out,
+    )
 
 
 def change_text(value: float | None) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 from replay.engine.exact import Exact, Root, display
 from replay.serving.inputs import ServingData
 from replay.serving.stats import (
+    NO_ARRAYS,
     THROUGHPUTS,
     RunStats,
     good_requests,
@@ -50,9 +51,13 @@ def _latency(rs: RunStats, latency: Any, kind: str, pct: Fraction | None, unit: 
         kind, f"{pct}th percentile (linear)"
     )
     out = to_unit(v, unit)
+    # An aggregates-only file names no failed request: its latencies count as successes
+    # only because it records none (vllm._aggregates_only_latencies); say so.
+    basis = "" if rs.run.detailed else " (every request's: the file records no failed one)"
     return (
         out,
-        f"{what} of {count} {str(latency).upper()} values of {_where(rs)} = {display(out)} {unit}",
+        f"{what} of {count} {str(latency).upper()} values{basis} of {_where(rs)} = "
+        f"{display(out)} {unit}",
     )
 
 
@@ -97,13 +102,17 @@ def _goodput(data: ServingData | None, p: Mapping[str, Any], unit: str) -> Resul
             if v is None:
                 return f"SLO {key} {p[key]!r} is not a number > 0"
             slos[name] = v
-    good = good_requests(rs, slos)
+    definition = str(p.get("definition", "vllm"))
+    good = good_requests(rs, slos, definition)
     if isinstance(good, str):
         return good
     slo_text = ", ".join(f"{k} <= {v} ms" for k, v in slos.items())
+    src = rs.run.meta.get("duration_from")
+    dur = f"duration {rs.run.duration_s!r} s" + (f" ({src})" if src else "")
     return (
         good / Fraction(rs.run.duration_s),
-        f"{good} requests within {slo_text} / duration {rs.run.duration_s!r} s of {_where(rs)}",
+        f"{good} requests within {slo_text} ({definition}'s goodput definition) / {dur} "
+        f"of {_where(rs)}",
     )
 
 
@@ -124,7 +133,7 @@ def _count(which: str) -> ServingEval:
             return rs
         r = rs.run
         if not r.detailed:
-            return f"{r.source} holds only the tool's aggregates; nothing to count"
+            return f"{r.source} {NO_ARRAYS}"
         n = {
             "completed": r.completed,
             "failed": r.n - r.completed,

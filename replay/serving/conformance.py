@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from bundler.format.serving_run import ServingRun, load_point_id
+from bundler.format.serving_run import POISSON, ServingRun, load_point_id
 from replay.serving.inputs import ServingData
 
 __all__ = [
@@ -91,7 +91,38 @@ def _planned(plan: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
             continue
         rate = lp.get("request_rate", "inf")
         r = math.inf if rate == "inf" else float(rate)
-        out[load_point_id(r, lp.get("max_concurrency"))] = lp
+        arrival = lp.get("arrival", POISSON)
+        out[load_point_id(r, lp.get("max_concurrency"), str(arrival))] = lp
+    return out
+
+
+def _arrival_mismatches(data: ServingData) -> list[tuple[str, str, str]]:
+    """Arms that ran the same rate and concurrency at different arrival processes.
+
+    Those are different load conditions (burstier arrivals queue more): their runs
+    are separate load points, and no comparison across arms holds at that rate.
+    """
+    by_setting: dict[tuple[float, int | None], dict[str, set[str]]] = {}
+    for (arm, _), rs in data.runs.items():
+        r = rs.run
+        if math.isinf(r.request_rate):
+            continue  # all requests at once: no arrival process applies
+        by_setting.setdefault((r.request_rate, r.max_concurrency), {}).setdefault(arm, set()).add(
+            r.arrival
+        )
+    out = []
+    for (rate, conc), arms in sorted(by_setting.items(), key=lambda kv: str(kv[0])):
+        if len(arms) < 2 or len({frozenset(v) for v in arms.values()}) == 1:
+            continue
+        ran = "; ".join(f"{a}: {', '.join(sorted(v))}" for a, v in sorted(arms.items()))
+        out.append(
+            (
+                "arrival-process",
+                f"request rate {rate:g}/s, max concurrency {conc}",
+                f"the arms ran at different arrival processes ({ran}): different load "
+                "conditions, so no comparison across arms holds at this rate",
+            )
+        )
     return out
 
 
@@ -151,6 +182,7 @@ def check_serving(
                         f"num_prompts {r.num_prompts} recorded, {n_plan} planned",
                     )
                 )
+    dev += _arrival_mismatches(data)
     for arm in arms:
         for lp in planned:
             if (arm, lp) not in data.runs:

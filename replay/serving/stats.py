@@ -21,6 +21,8 @@ Definitions (``specs/claims-vocabulary.md``, "Serving statistics"), as vLLM's
 - Goodput: successful requests whose TTFT, TPOT and E2EL are each at most the
   stated SLO (only the SLOs given; the SLO in ms is converted to the double
   nearest ``slo / 1000`` seconds, as vLLM does), divided by the duration.
+  With ``definition`` ``aiperf``, AIPerf's own: each record's metric in ms as
+  recorded against the SLO in ms, a record without the metric not good.
 """
 
 from __future__ import annotations
@@ -140,16 +142,36 @@ def _missing(r: ServingRun, latency: str) -> str | None:
     if latency not in LATENCIES:
         return f"{latency!r} is not a latency (one of {', '.join(LATENCIES)})"
     if not r.detailed:
-        return (
-            f"{r.source} holds only the tool's aggregates (no per-request arrays: run "
-            "without --save-detailed); nothing to re-derive them from"
-        )
+        return _aggregates_only(r, latency)
     if latency in r.unrecorded:
         return r.unrecorded[latency]
     if latency in ("tpot", "e2el") and r.latencies is None:
         return (
             f"{r.source} records no per-request end-to-end latency ('latencies'; older "
             f"benchmark_serving.py): {latency.upper()} cannot be re-derived"
+        )
+    return None
+
+
+NO_ARRAYS = (
+    "records no per-request successes or token counts (written without "
+    "--save-detailed; run with --save-detailed to have them re-derived)"
+)
+
+
+def _aggregates_only(r: ServingRun, latency: str) -> str | None:
+    """Why an aggregates-only file cannot give ``latency``; None for E2EL when its
+    ``latencies`` are recorded and every request is known to have succeeded."""
+    if latency != "e2el" or r.latencies is None:
+        return (
+            f"{r.source} records no per-request {latency.upper()} values (written without "
+            "--save-detailed; run with --save-detailed to have them re-derived)"
+        )
+    if r.ok.size != r.latencies.size:
+        return (
+            f"{r.source} records {r.latencies.size} per-request latencies but not which "
+            "requests failed (no 'errors': run with --save-detailed), so the successful "
+            "requests' E2EL cannot be re-derived"
         )
     return None
 
@@ -169,7 +191,7 @@ def percentile_sorted(x: Floats, p: Fraction) -> Fraction:
 def throughput(run: ServingRun, what: str) -> Fraction | str:
     """Requests/s or tokens/s over the recorded duration (``THROUGHPUTS``)."""
     if not run.detailed:
-        return f"{run.source} holds only the tool's aggregates; nothing to re-derive them from"
+        return f"{run.source} {NO_ARRAYS}"
     dur = Fraction(run.duration_s)
     if what == "requests":
         return run.completed / dur
@@ -181,13 +203,33 @@ def throughput(run: ServingRun, what: str) -> Fraction | str:
     return f"{what!r} is not a throughput (one of {', '.join(THROUGHPUTS)})"
 
 
-def good_requests(stats: RunStats, slo_ms: dict[str, Fraction]) -> int | str:
-    """Successful requests within every stated SLO (``ttft``, ``tpot``, ``e2el`` in ms)."""
+GOODPUT_DEFINITIONS = ("vllm", "aiperf")
+
+
+def good_requests(
+    stats: RunStats, slo_ms: dict[str, Fraction], definition: str = "vllm"
+) -> int | str:
+    """Successful requests within every stated SLO (``ttft``, ``tpot``, ``e2el`` in ms).
+
+    ``definition`` names whose goodput: ``vllm`` (``vllm bench serve --goodput``: the
+    SLO in seconds against the recorded seconds; a request with at most one output
+    token has TPOT 0) or ``aiperf`` (AIPerf's ``good_request_count``: each SLO'd
+    metric as its record gives it in ms, against the SLO in ms; a record without
+    the metric, such as a one-token response's ``inter_token_latency``, is not good).
+    """
     r = stats.run
     if not slo_ms:
         return "goodput needs at least one SLO (ttft_ms, tpot_ms, e2el_ms)"
+    if definition not in GOODPUT_DEFINITIONS:
+        return f"goodput definition {definition!r} is not one of {', '.join(GOODPUT_DEFINITIONS)}"
     if not r.detailed:
-        return f"{r.source} holds only the tool's aggregates; nothing to re-derive them from"
+        return f"{r.source} {NO_ARRAYS}"
+    if definition == "aiperf":
+        return _aiperf_good(r, slo_ms)
+    return _vllm_good(r, slo_ms)
+
+
+def _vllm_good(r: ServingRun, slo_ms: dict[str, Fraction]) -> int | str:
     good = r.ok.copy()
     for name, slo in slo_ms.items():
         limit = float(slo) / 1000.0  # the double the tool compares with
@@ -208,9 +250,25 @@ def good_requests(stats: RunStats, slo_ms: dict[str, Fraction]) -> int | str:
     return int(np.count_nonzero(good))
 
 
-def goodput(stats: RunStats, slo_ms: dict[str, Fraction]) -> Fraction | str:
+def _aiperf_good(r: ServingRun, slo_ms: dict[str, Fraction]) -> int | str:
+    good = r.ok.copy()
+    for name, slo in slo_ms.items():
+        values = r.recorded_ms.get(name)
+        if values is None or values.size != r.n:
+            return (
+                f"{r.source} does not carry each record's {name.upper()} in ms: AIPerf's "
+                "goodput cannot be re-derived from it"
+            )
+        # NaN (the record has no such metric) compares False: not good, as in AIPerf.
+        good &= values <= float(slo)
+    return int(np.count_nonzero(good))
+
+
+def goodput(
+    stats: RunStats, slo_ms: dict[str, Fraction], definition: str = "vllm"
+) -> Fraction | str:
     """Good requests (``good_requests``) per second of the recorded duration."""
-    n = good_requests(stats, slo_ms)
+    n = good_requests(stats, slo_ms, definition)
     return n if isinstance(n, str) else n / Fraction(stats.run.duration_s)
 
 

@@ -35,12 +35,16 @@ LIMITS = (
 
 @dataclass(frozen=True)
 class ServingPoint:
-    """Throughput and latency of one arm at one load point (None: not re-derivable)."""
+    """Throughput and latency of one arm at one load point (None: not re-derivable).
+
+    ``requests`` and ``completed`` are None for a file without per-request success
+    records (vLLM without ``--save-detailed``): its own counts are claims, not evidence.
+    """
 
     arm: str
     load_point: str
-    requests: int
-    completed: int
+    requests: int | None
+    completed: int | None
     output_tokens_per_s: float | None
     ttft_p99_ms: float | None
     e2el_p99_ms: float | None
@@ -130,8 +134,8 @@ def summarize(data: ServingData | None) -> tuple[ServingPoint, ...]:
             ServingPoint(
                 arm,
                 lp,
-                rs.run.n,
-                rs.run.completed,
+                rs.run.n if rs.run.detailed else None,
+                rs.run.completed if rs.run.detailed else None,
                 _double(x["output_tokens_per_s"]),
                 _double(x["ttft_p99_ms"]),
                 _double(x["e2el_p99_ms"]),

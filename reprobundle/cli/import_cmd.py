@@ -142,6 +142,7 @@ def import_command(
     written unless every source is usable.
     """
     from bundler.importers.write import import_campaign
+    from replay.serving.preview import unverifiable_claims
 
     with cli_errors(as_json):
         assigned = [(a, Path(f)) for a, f in _pairs(arms, "--arm")]
@@ -161,6 +162,7 @@ def import_command(
         )
         lps = sorted({r.load_point for r in res.runs})
         partial = [r.source for r in res.runs if not r.detailed]
+        unverifiable = unverifiable_claims(res.runs, res.claim_rows)
         if as_json:
             emit_json(
                 {
@@ -171,6 +173,9 @@ def import_command(
                     "claims": res.claims,
                     "not_claimed": res.not_claimed,
                     "aggregates_only": partial,
+                    "unverifiable": [
+                        {"reason": u.reason, "claims": list(u.claim_ids)} for u in unverifiable
+                    ],
                 }
             )
             sys.exit(EXIT_OK)
@@ -179,12 +184,15 @@ def import_command(
             f"({', '.join(lps)}), {res.claims} claim(s), {res.not_claimed} not claimed "
             f"-> {res.directory}"
         )
-        for src in partial:
+        n_unv = sum(len(u.claim_ids) for u in unverifiable)
+        if n_unv:
             say(
-                f"warning: {src} holds only aggregates (no --save-detailed): its "
-                "claims are unverifiable",
+                f"warning: {n_unv} of {res.claims} claim(s) will be unverifiable at replay:",
                 err=True,
             )
+        for u in unverifiable:
+            ids = ", ".join(u.claim_ids[:3]) + (", ..." if len(u.claim_ids) > 3 else "")
+            say(f"  {len(u.claim_ids)} ({ids}): {u.reason}", err=True)
         if verbosity > QUIET:
             say(f"next: bundle seal {res.directory} -o RUN.bundle --key KEY")
     sys.exit(EXIT_OK)

@@ -35,7 +35,13 @@ from replay.report.html.view import (
     cell,
     rich,
 )
-from replay.report.serving_fmt import NOT_REDERIVABLE, change_text, figure_text, serving_headline
+from replay.report.serving_fmt import (
+    NOT_REDERIVABLE,
+    change_text,
+    figure_text,
+    request_totals,
+    serving_headline,
+)
 from replay.result import ReplayResult
 from replay.sections.claims import CONFIRMED, CONTRADICTED, UNVERIFIABLE
 from replay.serving.summary import ServingDelta
@@ -141,11 +147,13 @@ def _optional_figures(r: ReplayResult) -> list[KeyFigure]:
 
 def _serving_figures(r: ReplayResult) -> list[KeyFigure]:
     """A serving campaign's evidence: the requests the benchmark tool completed."""
-    requests = sum(p.requests for p in r.serving)
-    completed = sum(p.completed for p in r.serving)
+    requests, completed, left_out = request_totals(r.serving)
+    label = "requests completed (benchmark tool)"
+    if left_out:
+        label += f"; {left_out} run(s) without per-request records left out"
     return [
         KeyFigure(
-            "requests completed (benchmark tool)",
+            label,
             f"{completed} / {requests}" if requests else NOT_EVIDENCED,
             style=_ratio_style(completed, requests) if requests else "",
         )

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from replay.report.html.charts.svg import clean_svg, matplotlib_figures, save_svg
 from replay.report.html.view import Block, Chart, Para, Section, Table, cell, rich
-from replay.report.serving_fmt import figure_text
+from replay.report.serving_fmt import count_text, figure_text
 from replay.result import ReplayResult
 from replay.serving.summary import ServingPoint
 
@@ -103,8 +103,8 @@ def serving_section(r: ReplayResult, charts: bool) -> Section | None:
                 (
                     cell(p.arm),
                     cell(p.load_point),
-                    cell(str(p.requests), num=True),
-                    cell(str(p.completed), num=True),
+                    cell(count_text(p.requests), num=True),
+                    cell(count_text(p.completed), num=True),
                     cell(figure_text(p.requests_per_s), num=True),
                     cell(figure_text(p.output_tokens_per_s), num=True),
                     cell(figure_text(p.ttft_p99_ms), num=True),
