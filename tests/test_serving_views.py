@@ -316,3 +316,26 @@ def test_figures_beyond_a_double_are_not_re_derivable_never_infinity(tmp_path: P
     assert e2e["candidate"] is None and e2e["change_pct"] is None
     text = _cli("replay", tmp_path / "b", "--allow-unsigned").stdout
     assert "p99 E2E latency " in text and " ms → not re-derivable;" in text
+
+
+def test_a_figure_too_large_for_a_chart_axis_gives_a_sentence_not_a_traceback(
+    tmp_path: Path,
+) -> None:
+    # 1.5e305 s is 1.5e308 ms: a double, but the chart's headroom (x 1.18) overflows it.
+    for run in ("base-c2", "cand-c2"):
+        d = json.loads((REAL / "vllm-0.33.0" / f"{run}.json").read_text())
+        if run == "cand-c2":
+            d["ttfts"] = [1.5e305 for _ in d["ttfts"]]
+            d["latencies"] = [1.6e305 for _ in d["latencies"]]
+        (tmp_path / f"{run}.json").write_text(json.dumps(d))
+    args: list[str | Path] = ["import", "vllm", "-o", tmp_path / "camp"]
+    args += ["--arm", f"base={tmp_path / 'base-c2.json'}"]
+    args += ["--arm", f"cand={tmp_path / 'cand-c2.json'}"]
+    imp = _cli(*args, "--commit", "base=aaaaaaa", "--commit", "cand=bbbbbbb")
+    assert imp.returncode == 0, imp.stderr
+    assert _cli("seal", tmp_path / "camp", "-o", tmp_path / "b", "--unsigned").returncode == 0
+    page = tmp_path / "r.html"
+    rep = _cli("report", tmp_path / "b", "--allow-unsigned", "-o", page)
+    assert "Traceback" not in rep.stderr, rep.stderr
+    assert rep.returncode in (4, 5), rep.stderr
+    assert "beyond what a chart axis can draw" in page.read_text(encoding="utf-8")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from replay.report.html.charts.svg import clean_svg, matplotlib_figures, save_svg
+from replay.report.html.charts.svg import clean_svg, matplotlib_figures, save_svg, undrawable
 from replay.report.html.view import Block, Chart, Para, Section, Table, cell, rich
 from replay.report.serving_fmt import count_text, figure_text
 from replay.result import ReplayResult
@@ -72,7 +72,18 @@ def serving_section(r: ReplayResult, charts: bool) -> Section | None:
         return None
     blocks: list[Block] = []
     drawable = any(p.output_tokens_per_s is not None and p.ttft_p99_ms is not None for p in points)
-    if drawable:
+    huge = undrawable(v for p in points for v in (p.output_tokens_per_s, p.ttft_p99_ms))
+    if huge is not None:
+        blocks.append(
+            Para(
+                rich(
+                    f"No curve: a value of {huge!r} is beyond what a chart axis can draw "
+                    "(over 1e300); the table below lists every value."
+                ),
+                "warn",
+            )
+        )
+    elif drawable:
         blocks.append(
             Chart(
                 CHART_ID,
