@@ -33,7 +33,7 @@ class PreparedRerun:
     plan: Plan
     schedule: tuple[SlotPlan, ...]
     targets: tuple[Target, ...]
-    files: Mapping[str, FilePart]
+    files: Mapping[str, tuple[FilePart, ...]]
     check: PlanCheckResult
     estimates: tuple[SlotEstimate, ...]
     sealed_attempt: str | None

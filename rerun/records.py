@@ -21,11 +21,6 @@ from rerun.telemetry import DeviceSample, SampleContext
 
 __all__ = ["attempt_record", "receipt_row", "request_id", "telemetry_rows", "worker_exit_rows"]
 
-_SERVER_HEADERS = (
-    ("x-inference-time-s", "server_inference_s"),
-    ("x-peak-memory-mb", "server_peak_memory_mb"),
-)
-
 
 def request_id(attempt_id: str, sp: SlotPlan, req: PlannedRequest) -> str:
     """The receipt's ``request_id``: attempt, server and seq."""
@@ -72,12 +67,11 @@ def receipt_row(
         row["prompt_id"] = req.prompt_id
     if out.cleanup is not None:
         row["cleanup"] = out.cleanup
-    for header, key in _SERVER_HEADERS:
-        if header in out.server_headers:
-            try:
-                row[key] = float(out.server_headers[header])
-            except ValueError:
-                row[key + "_text"] = out.server_headers[header]
+    # What the server measured itself, beside (never instead of) the boundary's e2e_s.
+    row.update(out.server)
+    extra = req.fields.get("extra_params")
+    if isinstance(extra, Mapping) and isinstance(extra.get("task"), str):
+        row["task_sent"] = extra["task"]
     return row
 
 
