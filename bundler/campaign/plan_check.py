@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bundler.campaign.plan_omni import omni_findings
 from bundler.campaign.plan_result import (
     LEVELS,
     Finding,
@@ -445,6 +446,7 @@ def check_plan(plan: Mapping[str, Any], *, elapsed_s: float = 0.0) -> PlanCheckR
             )
         )
     if t is None:
+        r.findings += omni_findings(plan)
         return PlanCheckResult(plan_id, tuple(r.findings), reservation=res)
     budgets, expected = _budgets(plan, slots, t, r)
     scenarios: list[StuckScenario] = []
@@ -473,6 +475,8 @@ def check_plan(plan: Mapping[str, Any], *, elapsed_s: float = 0.0) -> PlanCheckR
     ]
     if elapsed_s:
         assumptions.append(f"{seconds_text(elapsed_s)} of the reservation used before position 1")
+    # After every timing finding, so their order is kept: what the server would do with the request.
+    r.findings += omni_findings(plan)
     timeouts = {
         "request_s": t.request,
         "wave_s": t.wave,
