@@ -6,7 +6,7 @@ answers ``{"version": <vLLM's version>}`` only, so a development build's
 therefore read where it can be known:
 
 - **launch mode**: before the server starts, the interpreter the launch
-  command runs (see :func:`probe_interpreter`) is asked, with the launch's
+  command runs (see :func:`probe_interpreter`; none found: unverified) is asked, with the launch's
   environment and working directory, for the installed ``vllm-omni``
   distribution's metadata (``importlib.metadata``). A VCS install's
   ``direct_url.json`` (PEP 610) names the commit it was built from
@@ -76,30 +76,34 @@ def _commit_matches(found: str, expected: str) -> bool:
     return bool(_HEX.match(a) and _HEX.match(b)) and (a.startswith(b) or b.startswith(a))
 
 
-def probe_interpreter(argv0: str, env: Mapping[str, str]) -> str:
-    """The Python interpreter that runs ``argv0``: itself, its script's shebang, or ours.
+def probe_interpreter(argv0: str, env: Mapping[str, str]) -> str | None:
+    """The Python interpreter that runs ``argv0``, or None when it cannot be told.
 
-    ``python3 -m vllm_omni...`` runs that python; ``vllm serve --omni`` runs a
-    console script whose ``#!`` line names its environment's python (how pip
-    writes entry points). Anything else falls back to this process's
-    interpreter (the template's ``{python}``).
+    ``python3 -m vllm_omni...`` (or the template's ``{python}``) runs that
+    python; ``vllm serve --omni`` runs a console script whose ``#!`` line names
+    its environment's python (how pip writes entry points). A shell wrapper or
+    a binary names none: guessing another interpreter could verify an
+    installation the server never uses.
     """
     path = shutil.which(argv0, path=env.get("PATH")) or argv0
-    if _PYTHON.match(Path(argv0).name):
+    if _PYTHON.match(Path(argv0).name) or argv0 == sys.executable:
         return path
+    # Only a regular file is read (a FIFO or device named by a template would block or stream).
+    if not Path(path).is_file():
+        return None
     try:
         with Path(path).open("rb") as fh:
             first = fh.readline(512)
     except OSError:
-        return sys.executable
+        return None
     if not first.startswith(b"#!"):
-        return sys.executable
+        return None
     words = first[2:].decode("utf-8", "replace").split()
     if words and Path(words[0]).name == "env":
         words = [w for w in words[1:] if not w.startswith("-")]
     if words and _PYTHON.match(Path(words[0]).name):
         return shutil.which(words[0], path=env.get("PATH")) or words[0]
-    return sys.executable
+    return None
 
 
 def read_probe(doc: Mapping[str, Any], arm_commit: str) -> dict[str, Any]:
@@ -160,6 +164,13 @@ def launch_runtime(
     unverified, with the reason.
     """
     python = probe_interpreter(argv0, env)
+    if python is None:
+        return _failed(
+            None,
+            arm_commit,
+            f"cannot tell which Python {Path(argv0).name!r} runs (neither a python "
+            "executable nor a script with a python #! line)",
+        )
     try:
         done = subprocess.run(
             [python, "-c", _PROBE],
@@ -182,7 +193,7 @@ def launch_runtime(
     return read_probe(doc, arm_commit)
 
 
-def _failed(python: str, arm_commit: str, reason: str) -> dict[str, Any]:
+def _failed(python: str | None, arm_commit: str, reason: str) -> dict[str, Any]:
     out = read_probe({"found": False, "python": python}, arm_commit)
     out["reason"] = reason
     return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -329,6 +330,27 @@ def test_launch_runtime_reads_the_installed_distribution(tmp_path: Path) -> None
         Path(probe_interpreter(str(env_script), {"PATH": str(Path(sys.executable).parent)})).name
         == "python3"
     )
+
+
+def test_a_launch_command_whose_python_cannot_be_told_is_unverified(tmp_path: Path) -> None:
+    from rerun.runtime import launch_runtime, probe_interpreter
+
+    # Our own interpreter has the arm's vllm-omni here, but a shell wrapper may run another:
+    # the probe does not guess.
+    site = _dist(
+        tmp_path / "site",
+        "0.30.0",
+        {"url": "x", "vcs_info": {"vcs": "git", "commit_id": BASELINE_COMMIT}},
+    )
+    wrapper = tmp_path / "serve.sh"
+    wrapper.write_text("#!/bin/sh\nexec /opt/other/bin/python -m vllm_omni\n", encoding="utf-8")
+    doc = launch_runtime(str(wrapper), {"PYTHONPATH": str(site)}, tmp_path, BASELINE_COMMIT)
+    assert (doc["verdict"], doc["interpreter"]) == ("unverified", None)
+    assert doc["reason"].startswith("cannot tell which Python 'serve.sh' runs")
+    # A FIFO named by a template is not opened (reading it would block).
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert probe_interpreter(str(fifo), {}) is None
 
 
 def test_a_vllm_dev_build_is_not_taken_for_the_runtime_commit(tmp_path: Path) -> None:
