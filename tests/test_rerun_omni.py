@@ -326,10 +326,8 @@ def test_launch_runtime_reads_the_installed_distribution(tmp_path: Path) -> None
     assert probe_interpreter(str(script), {}) == sys.executable
     env_script = tmp_path / "bin" / "serve"
     env_script.write_text("#!/usr/bin/env python3\n", encoding="utf-8")
-    assert (
-        Path(probe_interpreter(str(env_script), {"PATH": str(Path(sys.executable).parent)})).name
-        == "python3"
-    )
+    found = probe_interpreter(str(env_script), {"PATH": str(Path(sys.executable).parent)})
+    assert found is not None and Path(found).name == "python3"
 
 
 def test_a_launch_command_whose_python_cannot_be_told_is_unverified(tmp_path: Path) -> None:
