@@ -144,15 +144,24 @@ def attempt_record(
         run: ``timeouts``, ``reservation_used_s``, ``watchdog`` and ``telemetry`` as recorded.
         slots: each position's ``SlotResult.to_dict()``, in run order.
     """
+    origin: dict[str, Any] = (
+        {
+            "rerun_of": {
+                "campaign_id": prep.source.campaign.get("id"),
+                "bundle_sha256": prep.source.bundle_sha256,
+                "plan": prep.source.plan_name,
+                "plan_sha256": prep.source.plan_sha256,
+                "sealed_accepted_attempt": prep.sealed_attempt,
+            }
+        }
+        if prep.source.first_run is None
+        else {
+            "first_run_of": {"plan": prep.source.plan_name, "plan_sha256": prep.source.plan_sha256}
+        }
+    )
     return {
         **attempt,
-        "rerun_of": {
-            "campaign_id": prep.source.campaign.get("id"),
-            "bundle_sha256": prep.source.bundle_sha256,
-            "plan": prep.source.plan_name,
-            "plan_sha256": prep.source.plan_sha256,
-            "sealed_accepted_attempt": prep.sealed_attempt,
-        },
+        **origin,
         "api": prep.api,
         "timing_boundary": prep.timing_boundary,
         "poll_interval_s": prep.poll_interval_s,

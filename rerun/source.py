@@ -142,7 +142,7 @@ def _paths(payload: Mapping[str, Any], key: str, plan_name: str) -> list[str]:
 
 def input_files(
     plan: Plan,
-    bundle: VerifiedBundle,
+    bundle: VerifiedBundle | None,
     options: RerunOptions,
     *,
     plan_name: str = "plan",
@@ -151,7 +151,8 @@ def input_files(
 
     ``input_reference`` names one file; ``input_references`` a list (sent as
     repeated parts under that one name, as vLLM-Omni's form takes several
-    references). Each comes from the bundle's ``files/``, else from ``--inputs``.
+    references). Each comes from the bundle's ``files/``, else from ``--inputs``
+    (only from ``--inputs`` when there is no bundle: ``bundle run``).
 
     A path is read only from inside an ``--inputs`` folder
     (:func:`rerun.confine.read_input`): an absolute path, a ``..``
@@ -163,11 +164,8 @@ def input_files(
             from its sealed artifact's SHA-256 (located at ``plan_name``'s field).
     """
     payload = plan.request.payload or {}
-    artifacts = {
-        r["path"]: r.get("sha256")
-        for r in table_rows(bundle, "artifacts", ["path", "sha256"])
-        if r.get("path")
-    }
+    rows = [] if bundle is None else table_rows(bundle, "artifacts", ["path", "sha256"])
+    artifacts = {r["path"]: r.get("sha256") for r in rows if r.get("path")}
     out: dict[str, tuple[FilePart, ...]] = {}
     for key in FILE_FIELDS:
         where = (plan_name, key)
@@ -181,7 +179,7 @@ def input_files(
 
 
 def _read_one(
-    bundle: VerifiedBundle,
+    bundle: VerifiedBundle | None,
     options: RerunOptions,
     artifacts: Mapping[str, Any],
     where: tuple[str, str],
@@ -191,7 +189,7 @@ def _read_one(
     why = input_problem(rel)
     if why is not None:
         raise _refused(plan_name, key, rel, why)
-    carried = bundle.member_bytes(f"files/{rel}")
+    carried = None if bundle is None else bundle.member_bytes(f"files/{rel}")
     data = carried
     for d in options.inputs if data is None else ():
         try:
