@@ -70,6 +70,8 @@ INT_FIELDS = frozenset(
     }
 )
 """Form fields vLLM-Omni types as integers (``seconds`` as the text ``^[1-9]\\d*$``)."""
+_STAGES_MAX = 64
+_STAGE_NAME_MAX = 64
 _SERVER_FIELDS = (
     "inference_time_s",
     "peak_memory_mb",
@@ -465,8 +467,9 @@ def server_figures(doc: Mapping[str, Any] | None) -> dict[str, Any]:
     Numbers only (``inference_time_s``, ``peak_memory_mb``, ``created_at``,
     ``completed_at``, ``num_frames``, ``fps``, ``duration_s``), each under
     ``server_<name>``; ``stage_durations`` as compact JSON text of its numeric
-    entries; a ``task`` the server reports (top level or in ``metrics``) as
-    ``server_task``. A value of another type is left out, never guessed.
+    entries (the first 64, names cut at 64 characters); a ``task`` the server
+    reports (top level or in ``metrics``) as ``server_task``. A value of another
+    type is left out, never guessed.
     """
     if doc is None:
         return {}
@@ -477,7 +480,12 @@ def server_figures(doc: Mapping[str, Any] | None) -> dict[str, Any]:
             out[f"server_{name}"] = value
     stages = doc.get("stage_durations")
     if isinstance(stages, Mapping):
-        clean = {str(k): v for k, v in stages.items() if _number(v) is not None}
+        # The server is not trusted: a bounded number of short names, numbers only.
+        clean = {
+            str(k)[:_STAGE_NAME_MAX]: v
+            for k, v in list(stages.items())[:_STAGES_MAX]
+            if _number(v) is not None
+        }
         if clean:
             out["server_stage_durations"] = json.dumps(clean, separators=(",", ":"))
     metrics = doc.get("metrics")

@@ -419,3 +419,19 @@ def test_the_samples_carried_client_speaks_the_real_form(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr.decode()
     assert json.loads(done.stdout)["status"] == "ok"
     assert (tmp_path / "out.mp4").read_bytes() == make_mp4(42, PROMPT, reference=tiny_png())
+
+
+def test_the_servers_figures_are_bounded_and_typed() -> None:
+    from rerun.client import server_figures
+
+    doc = {
+        "stage_durations": {("x" * 100 if i == 0 else f"s{i}"): 1.0 for i in range(1000)},
+        "inference_time_s": "12.5",  # text, not a number: left out
+        "peak_memory_mb": float("inf"),  # not finite: left out
+        "completed_at": True,  # a boolean is not a number
+        "metrics": {"task": "ref2va"},
+    }
+    got = server_figures(doc)
+    stages = json.loads(got.pop("server_stage_durations"))
+    assert len(stages) == 64 and "x" * 64 in stages and "x" * 65 not in stages
+    assert got == {"server_task": "ref2va"}
