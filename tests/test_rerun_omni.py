@@ -139,6 +139,16 @@ def test_reference_server_answers_as_the_real_server_does() -> None:
             status, doc = post(c, *form(parts, files))
             assert status == 400, (why, doc)
             assert_error_body(doc, 400, why)
+        # vLLM's validation handler: 400 "Bad Request", the field's location as param.
+        _, doc = post(c, *form([("prompt", PROMPT), ("seconds", "5.0")]))
+        assert (doc["error"]["type"], doc["error"]["param"]) == ("Bad Request", "body.seconds")
+        assert doc["error"]["message"].startswith("1 validation error:")
+        # An HTTPException (the model check): its status's phrase, no param.
+        _, doc = post(c, *form([("prompt", PROMPT), ("model", "other")]))
+        assert (doc["error"]["type"], doc["error"]["param"]) == ("Bad Request", None)
+        assert doc["error"]["message"] == (
+            "Model mismatch: request specifies 'other' but server is running 'reference-omni'."
+        )
         # Generation 1: accepted, then polled to completion.
         status, job = post(
             c, *form([("prompt", PROMPT), ("seconds", "1")], [("input_reference", "r.png", png)])

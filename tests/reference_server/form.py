@@ -104,26 +104,31 @@ _AUDIO_SUFFIXES = (".wav", ".mp3", ".m4a", ".aac", ".flac", ".ogg")
 
 
 class FormError(Exception):
-    """A request the real server refuses: HTTP ``status`` with ``message``."""
+    """A request the real server refuses: HTTP ``status`` with ``message`` (and ``param``)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, param: str | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.param = param
 
 
-def error_body(status: int, message: str) -> dict[str, Any]:
+def error_body(status: int, message: str, param: str | None = None) -> dict[str, Any]:
     """vLLM's ``ErrorResponse``: ``{"error": {"message", "type", "param", "code"}}``.
 
-    The shape is vLLM's ``ErrorResponse``/``ErrorInfo`` as vLLM-Omni builds it
-    (``errors.py:22-36``, ``serving_speech.py:2476``); ``type`` is the status's
-    phrase, as vLLM's HTTPException handler writes it.
+    From the ``vllm==0.30.0`` wheel, ``vllm/entrypoints/serve/``:
+    ``engine/protocol.py:79-87`` (``ErrorInfo``: message, type, param, code);
+    ``exception_handling/handlers/http.py:16-30`` (an ``HTTPException``: ``type``
+    is the status's phrase, ``param`` null); ``handlers/validation.py:149-195``
+    (a ``RequestValidationError``: HTTP 400, ``type`` "Bad Request", ``param``
+    the field's location such as ``body.seconds``, ``message`` "1 validation
+    error:" and the error).
     """
     return {
         "error": {
             "message": message,
             "type": HTTPStatus(status).phrase,
-            "param": None,
+            "param": param,
             "code": status,
         }
     }
@@ -168,7 +173,9 @@ class ParsedForm:
 
 
 def _invalid(name: str, message: str) -> FormError:
-    return FormError(400, f"body.{name}: {message}")
+    # The shape of vLLM's validation handler (validation.py:175-195), pydantic's words.
+    where = f"body.{name}"
+    return FormError(400, f"1 validation error:\n  {{'loc': '{where}', 'msg': {message!r}}}", where)
 
 
 def _multipart(content_type: str, body: bytes) -> ParsedForm:

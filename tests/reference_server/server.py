@@ -270,8 +270,8 @@ class Handler(BaseHTTPRequestHandler):
     def _json(self, status: int, doc: Any, headers: dict[str, str] | None = None) -> None:
         self._send(status, json.dumps(doc).encode(), "application/json", headers)
 
-    def _error(self, status: int, message: str) -> None:
-        self._json(status, error_body(status, message))
+    def _error(self, status: int, message: str, param: str | None = None) -> None:
+        self._json(status, error_body(status, message, param))
 
     def _body(self) -> bytes:
         n = int(self.headers.get("Content-Length") or 0)
@@ -293,7 +293,8 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, b"", "application/json")
             return
         if self.path == "/version":
-            # vLLM's route (vLLM-Omni defines none): vLLM's own version, nothing else.
+            # vLLM's route (vLLM-Omni defines none): vLLM's own version, nothing else
+            # (vllm 0.30.0, vllm/entrypoints/serve/instrumentator/basic.py:53-56).
             self._json(200, {"version": self.state.cfg.vllm_version})
             return
         m = _JOB_PATH.match(self.path)
@@ -342,7 +343,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.headers.get("Content-Type", ""), self._body(), cfg.served_model_name
             )
         except FormError as exc:
-            self._error(exc.status, exc.message)
+            self._error(exc.status, exc.message, exc.param)
             return
         n, hang, fail = self.state.next_generation()
         task = resolve_task(form, cfg.task_type)
