@@ -10,7 +10,18 @@ of the MP4 it returns.
 Every call is bounded by a :class:`Deadline`: the earliest of the request,
 wave, arm and reservation deadlines, or a stop raised by the watchdog. When
 one passes, the request ends with status ``timeout`` and the level that
-fired; the job is then deleted outside the timing boundary.
+fired; the job is then deleted outside the timing boundary. A job the
+server reports failed (the status poll answers with the error's own HTTP
+status and ``{"status": "failed", "error": {"code", "message"}}``) is recorded
+with that message and deleted inside the boundary, like any finished job.
+
+The form is encoded by the types of vLLM-Omni 0.30.0's form
+(``video/generation/helpers.py:852-900``): ``None`` is left out, integer
+fields (``seconds``, ``seed``, ...) go as integer text, objects
+(``extra_params``) as JSON, and each file of ``input_references`` as its own
+part under that name. What the server measured itself (``inference_time_s``,
+``stage_durations``, ``peak_memory_mb``, ``created_at``/``completed_at``) is
+kept beside the boundary's ``e2e_s`` in :attr:`RequestOutcome.server`.
 """
 
 from __future__ import annotations
@@ -23,7 +34,7 @@ import re
 import time
 import urllib.parse
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,13 +51,36 @@ __all__ = [
     "commit_matches",
     "earliest_deadline",
     "encode_multipart",
-    "reported_commit",
+    "form_text",
 ]
 
 _RANK = {name: i for i, name in enumerate(LEVELS)}
 _HEX = re.compile(r"^[0-9a-f]{7,64}$")
-_SCM_LOCAL = re.compile(r"[+.]g([0-9a-f]{7,40})(?:[.+]|$)")
-_COMMIT_KEYS = ("commit", "git_commit", "runtime_commit", "git_sha", "commit_id")
+INT_FIELDS = frozenset(
+    {
+        "seconds",
+        "width",
+        "height",
+        "num_frames",
+        "short_edge",
+        "num_outputs_per_prompt",
+        "num_inference_steps",
+        "seed",
+        "frame_interpolation_exp",
+    }
+)
+"""Form fields vLLM-Omni types as integers (``seconds`` as the text ``^[1-9]\\d*$``)."""
+_STAGES_MAX = 64
+_STAGE_NAME_MAX = 64
+_SERVER_FIELDS = (
+    "inference_time_s",
+    "peak_memory_mb",
+    "created_at",
+    "completed_at",
+    "num_frames",
+    "fps",
+    "duration_s",
+)
 _CLEANUP_TIMEOUT_S = 5.0
 _ERROR_SNIPPET = 300
 _TIMEOUT_SLACK_S = 0.25
@@ -117,34 +151,52 @@ class FilePart:
     content_type: str | None = None
 
 
-def _field_text(value: Any) -> str:
+def form_text(name: str, value: Any) -> str | None:
+    """The text of form field ``name`` for ``value``, or None to leave the field out.
+
+    ``None`` is left out (the form's default; the text ``None`` would be a
+    literal negative prompt, or a 400 on a numeric field); booleans are
+    ``true``/``false``; objects and lists are JSON; an integral float of an
+    integer field (``seconds`` 5.0) is its integer text.
+    """
+    if value is None:
+        return None
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dict | list):
         return json.dumps(value, separators=(",", ":"))
+    if name in INT_FIELDS and isinstance(value, float) and value.is_integer():
+        return str(int(value))
     return str(value)
 
 
 def encode_multipart(
-    fields: Mapping[str, Any], files: Mapping[str, FilePart] | None = None
+    fields: Mapping[str, Any], files: Mapping[str, Sequence[FilePart]] | None = None
 ) -> tuple[bytes, str]:
-    """``multipart/form-data`` body and content type (booleans as ``true``/``false``)."""
+    """``multipart/form-data`` body and content type (see :func:`form_text`).
+
+    Each file of ``files[name]`` is one part named ``name``, in order.
+    """
     boundary = f"reprobundle-{uuid.uuid4().hex}"
     chunks: list[bytes] = []
     for name, value in fields.items():
+        text = form_text(name, value)
+        if text is None:
+            continue
         chunks.append(
             f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'.encode()
-            + _field_text(value).encode("utf-8")
+            + text.encode("utf-8")
             + b"\r\n"
         )
-    for name, part in (files or {}).items():
-        ctype = part.content_type or mimetypes.guess_type(part.filename)[0]
-        head = (
-            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; '
-            f'filename="{part.filename}"\r\nContent-Type: {ctype or "application/octet-stream"}'
-            "\r\n\r\n"
-        )
-        chunks.append(head.encode() + part.data + b"\r\n")
+    for name, parts in (files or {}).items():
+        for part in parts:
+            ctype = part.content_type or mimetypes.guess_type(part.filename)[0]
+            head = (
+                f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; '
+                f'filename="{part.filename}"\r\nContent-Type: '
+                f"{ctype or 'application/octet-stream'}\r\n\r\n"
+            )
+            chunks.append(head.encode() + part.data + b"\r\n")
     chunks.append(f"--{boundary}--\r\n".encode())
     return b"".join(chunks), f"multipart/form-data; boundary={boundary}"
 
@@ -170,6 +222,27 @@ class HttpResponse:
         """The start of the body, for error messages."""
         return self.body[:_ERROR_SNIPPET].decode("utf-8", "replace")
 
+    def doc(self) -> Mapping[str, Any] | None:
+        """The body as a JSON object, or None."""
+        try:
+            doc = json.loads(self.body)
+        except ValueError:
+            return None
+        return doc if isinstance(doc, Mapping) else None
+
+    def reason(self) -> str:
+        """Why the server refused: ``error.message`` of its JSON body, else the body's start.
+
+        Both of vLLM-Omni's error bodies carry it there: vLLM's
+        ``{"error": {"message", "type", "param", "code"}}`` and a failed job's
+        ``{"status": "failed", "error": {"code", "message"}, ...}``.
+        """
+        doc = self.doc()
+        err = None if doc is None else doc.get("error")
+        if isinstance(err, Mapping) and isinstance(err.get("message"), str):
+            return f"HTTP {self.status}: {err['message'][:_ERROR_SNIPPET]}"
+        return f"HTTP {self.status}: {self.snippet()}"
+
 
 @dataclass(frozen=True)
 class RequestOutcome:
@@ -185,43 +258,22 @@ class RequestOutcome:
     job_id: str | None = None
     polls: int = 0
     error: str | None = None
-    server_headers: Mapping[str, str] = field(default_factory=dict)
+    server: Mapping[str, Any] = field(default_factory=dict)
     cleanup: str | None = None
 
 
 @dataclass(frozen=True)
 class VersionReport:
-    """What ``GET /version`` said about the runtime."""
+    """What ``GET /version`` said: vLLM's version (vLLM-Omni defines no version route).
+
+    It never names vLLM-Omni's commit: a vLLM development build's
+    ``0.30.1.dev3+gced6857af`` carries *vLLM's* hash. It is recorded, never
+    compared with an arm's runtime commit.
+    """
 
     http_status: int | None
-    version: str | None
-    commit: str | None
-    source: str | None
+    vllm_version: str | None
     error: str | None = None
-
-
-def reported_commit(doc: Any, headers: Mapping[str, str]) -> tuple[str | None, str | None]:
-    """(commit, where it was found) from a ``/version`` answer.
-
-    Looked for in order: a JSON key ``commit``, ``git_commit``,
-    ``runtime_commit``, ``git_sha`` or ``commit_id``; the local part of a
-    setuptools-scm version (``0.26.1.dev55+g81b48e83e``); the response header
-    ``X-Runtime-Commit``. Only 7 to 64 lowercase hex digits count.
-    """
-    if isinstance(doc, Mapping):
-        for key in _COMMIT_KEYS:
-            value = doc.get(key)
-            if isinstance(value, str) and _HEX.match(value.lower()):
-                return value.lower(), f"json:{key}"
-        version = doc.get("version")
-        if isinstance(version, str):
-            m = _SCM_LOCAL.search(version.lower())
-            if m:
-                return m.group(1), "version-local"
-    header = headers.get("x-runtime-commit", "").strip().lower()
-    if _HEX.match(header):
-        return header, "header"
-    return None, None
 
 
 def commit_matches(reported: str, expected: str) -> bool:
@@ -279,25 +331,17 @@ class VideoClient:
             return False
 
     def version(self, timeout: float = 10.0) -> VersionReport:
-        """Ask ``GET /version`` which runtime answers (see :func:`reported_commit`)."""
+        """Ask ``GET /version`` which vLLM answers (recorded only; see :class:`VersionReport`)."""
         try:
             resp = self.request("GET", "/version", timeout=timeout)
         except (OSError, http.client.HTTPException) as exc:
-            return VersionReport(None, None, None, None, f"GET /version failed: {exc}")
-        doc: Any = None
-        if resp.ok:
-            try:
-                doc = resp.json()
-            except ValueError:
-                doc = None
-        commit, source = reported_commit(doc, resp.headers)
-        version = doc.get("version") if isinstance(doc, Mapping) else None
+            return VersionReport(None, None, f"GET /version failed: {exc}")
+        doc = resp.doc() if resp.ok else None
+        version = None if doc is None else doc.get("version")
         err = None if resp.ok else f"GET /version answered {resp.status}"
-        return VersionReport(
-            resp.status, version if isinstance(version, str) else None, commit, source, err
-        )
+        return VersionReport(resp.status, version if isinstance(version, str) else None, err)
 
-    def _cleanup(self, job_id: str | None, stop_level: str | None) -> str | None:
+    def _cleanup(self, job_id: str | None, stop_level: str | None, why: str) -> str | None:
         if job_id is None:
             return None
         # After a reservation stop there is little time left: try once, briefly.
@@ -305,13 +349,13 @@ class VideoClient:
         try:
             resp = self.request("DELETE", f"/v1/videos/{job_id}", timeout=timeout)
         except (OSError, http.client.HTTPException) as exc:
-            return f"delete after timeout failed: {exc}"
-        return "deleted after timeout" if resp.ok else f"delete after timeout: HTTP {resp.status}"
+            return f"delete after {why} failed: {exc}"
+        return f"deleted after {why}" if resp.ok else f"delete after {why}: {resp.reason()}"
 
     def video_async(
         self,
         fields: Mapping[str, Any],
-        files: Mapping[str, FilePart],
+        files: Mapping[str, Sequence[FilePart]],
         *,
         poll_interval_s: float,
         deadline: Deadline,
@@ -321,6 +365,7 @@ class VideoClient:
         run = _Timing()
         job_id: str | None = None
         polls = 0
+        server: dict[str, Any] = {}
         try:
             deadline.check()
             resp = self.request(
@@ -331,7 +376,7 @@ class VideoClient:
                 timeout=deadline.io_timeout(),
             )
             if not resp.ok:
-                return run.failed(resp.status, f"POST /v1/videos: {resp.snippet()}")
+                return run.failed(resp.status, f"POST /v1/videos: {resp.reason()}")
             job = resp.json()
             job_id = str(job["id"])
             status = job.get("status")
@@ -339,9 +384,16 @@ class VideoClient:
                 deadline.sleep(poll_interval_s)
                 resp = self.request("GET", f"/v1/videos/{job_id}", timeout=deadline.io_timeout())
                 polls += 1
-                if not resp.ok:
-                    return run.failed(resp.status, f"GET status: {resp.snippet()}", job_id, polls)
-                status = resp.json().get("status")
+                doc = resp.doc()
+                status = None if doc is None else doc.get("status")
+                if not resp.ok and status != "failed":
+                    # Not a failed job's record (a 404 says the job is gone): no DELETE then.
+                    gone = resp.status == 404
+                    out = run.failed(
+                        resp.status, f"GET status: {resp.reason()}", job_id, polls, server
+                    )
+                    return out if gone else _with_cleanup(out, self._cleanup(job_id, None, "error"))
+            server = server_figures(doc)
             content: bytes | None = None
             error: str | None = None
             last = resp.status
@@ -353,27 +405,32 @@ class VideoClient:
                 if resp.ok:
                     content = resp.body
                 else:
-                    error = f"GET content: {resp.snippet()}"
+                    error = f"GET content: {resp.reason()}"
             else:
-                error = f"job failed: {json.dumps(resp.json().get('error'))[:_ERROR_SNIPPET]}"
+                error = f"job failed: {resp.reason()}"
             # DELETE is inside the timing boundary, whatever the job's fate.
             resp = self.request("DELETE", f"/v1/videos/{job_id}", timeout=deadline.io_timeout())
             if not resp.ok and error is None:
-                error, last = f"DELETE: {resp.snippet()}", resp.status
+                error, last = f"DELETE: {resp.reason()}", resp.status
             deadline.check()
             if error is not None:
-                return run.failed(last, error, job_id, polls)
-            return run.done(200, content, job_id, polls)
+                out = run.failed(last, error, job_id, polls, server)
+                return _with_cleanup(out, "deleted" if resp.ok else f"DELETE: {resp.reason()}")
+            return run.done(200, content, job_id, polls, server)
         except DeadlineExceeded as exc:
             out = run.stopped(exc, job_id, polls)
         except (OSError, http.client.HTTPException, ValueError, KeyError, TypeError) as exc:
             out = run.error_or_timeout(deadline, exc, job_id, polls)
         if out.status in ("timeout", "cancelled"):
-            out = _with_cleanup(out, self._cleanup(job_id, out.timeout_level))
+            out = _with_cleanup(out, self._cleanup(job_id, out.timeout_level, "timeout"))
         return out
 
     def video_sync(
-        self, fields: Mapping[str, Any], files: Mapping[str, FilePart], *, deadline: Deadline
+        self,
+        fields: Mapping[str, Any],
+        files: Mapping[str, Sequence[FilePart]],
+        *,
+        deadline: Deadline,
     ) -> RequestOutcome:
         """``POST /v1/videos/sync`` inside ``deadline``; the MP4 comes back in the response."""
         body, ctype = encode_multipart(fields, files)
@@ -388,15 +445,80 @@ class VideoClient:
                 timeout=deadline.io_timeout(),
             )
             deadline.check()
-            wanted = ("x-request-id", "x-inference-time-s", "x-peak-memory-mb")
-            server = {k: v for k, v in resp.headers.items() if k in wanted}
             if not resp.ok:
-                return run.failed(resp.status, f"POST /v1/videos/sync: {resp.snippet()}")
-            return run.done(resp.status, resp.body, server.get("x-request-id"), 0, server)
+                return run.failed(resp.status, f"POST /v1/videos/sync: {resp.reason()}")
+            server = sync_figures(resp.headers)
+            return run.done(resp.status, resp.body, resp.headers.get("x-request-id"), 0, server)
         except DeadlineExceeded as exc:
             return run.stopped(exc, None, 0)
         except (OSError, http.client.HTTPException) as exc:
             return run.error_or_timeout(deadline, exc, None, 0)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def server_figures(doc: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What the server measured, from a finished job's record (``VideoResponse``).
+
+    Numbers only (``inference_time_s``, ``peak_memory_mb``, ``created_at``,
+    ``completed_at``, ``num_frames``, ``fps``, ``duration_s``), each under
+    ``server_<name>``; ``stage_durations`` as compact JSON text of its numeric
+    entries (the first 64, names cut at 64 characters); a ``task`` the server
+    reports (top level or in ``metrics``) as ``server_task``. A value of another
+    type is left out, never guessed.
+    """
+    if doc is None:
+        return {}
+    out: dict[str, Any] = {}
+    for name in _SERVER_FIELDS:
+        value = _number(doc.get(name))
+        if value is not None:
+            out[f"server_{name}"] = value
+    stages = doc.get("stage_durations")
+    if isinstance(stages, Mapping):
+        # The server is not trusted: a bounded number of short names, numbers only.
+        clean = {
+            str(k)[:_STAGE_NAME_MAX]: v
+            for k, v in list(stages.items())[:_STAGES_MAX]
+            if _number(v) is not None
+        }
+        if clean:
+            out["server_stage_durations"] = json.dumps(clean, separators=(",", ":"))
+    metrics = doc.get("metrics")
+    for where in (doc, metrics if isinstance(metrics, Mapping) else {}):
+        task = where.get("task")
+        if isinstance(task, str) and task:
+            out["server_task"] = task[:64]
+            break
+    return out
+
+
+def sync_figures(headers: Mapping[str, str]) -> dict[str, Any]:
+    """What the server measured, from ``/v1/videos/sync``'s headers (api_server.py:2770-2779)."""
+    out: dict[str, Any] = {}
+    for header, key in (
+        ("x-inference-time-s", "server_inference_time_s"),
+        ("x-peak-memory-mb", "server_peak_memory_mb"),
+    ):
+        try:
+            value = float(headers[header])
+        except (KeyError, ValueError):
+            continue
+        if math.isfinite(value):
+            out[key] = value
+    raw = headers.get("x-stage-durations")
+    if raw is not None:
+        try:
+            stages = json.loads(raw)
+        except ValueError:
+            stages = None
+        figures = server_figures({"stage_durations": stages})
+        out.update(figures)
+    return out
 
 
 def _with_cleanup(out: RequestOutcome, cleanup: str | None) -> RequestOutcome:
@@ -411,7 +533,7 @@ def _with_cleanup(out: RequestOutcome, cleanup: str | None) -> RequestOutcome:
         out.job_id,
         out.polls,
         out.error,
-        out.server_headers,
+        out.server,
         cleanup,
     )
 
@@ -432,7 +554,7 @@ class _Timing:
         body: bytes | None,
         job_id: str | None,
         polls: int,
-        server: Mapping[str, str] | None = None,
+        server: Mapping[str, Any] | None = None,
     ) -> RequestOutcome:
         e2e, end = self._end()
         return RequestOutcome(
@@ -450,11 +572,26 @@ class _Timing:
         )
 
     def failed(
-        self, http_status: int | None, error: str, job_id: str | None = None, polls: int = 0
+        self,
+        http_status: int | None,
+        error: str,
+        job_id: str | None = None,
+        polls: int = 0,
+        server: Mapping[str, Any] | None = None,
     ) -> RequestOutcome:
         e2e, end = self._end()
         return RequestOutcome(
-            "failed", e2e, self.start_ns, end, None, http_status, None, job_id, polls, error
+            "failed",
+            e2e,
+            self.start_ns,
+            end,
+            None,
+            http_status,
+            None,
+            job_id,
+            polls,
+            error,
+            server or {},
         )
 
     def stopped(self, exc: DeadlineExceeded, job_id: str | None, polls: int) -> RequestOutcome:

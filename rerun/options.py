@@ -14,8 +14,10 @@ from rerun.watchdog import StopFlag
 
 __all__ = ["FILE_FIELDS", "Progress", "RerunControl", "RerunEvent", "RerunOptions"]
 
-FILE_FIELDS = ("input_reference",)
-"""Payload fields whose value names a file, sent as a multipart file part."""
+FILE_FIELDS = ("input_reference", "input_references")
+"""Payload fields whose value names a file (or, for ``input_references``, a list of
+files), sent as multipart file parts: vLLM-Omni's form takes them as ``UploadFile``
+only (``video/generation/helpers.py:852-859`` of vllm-omni 0.30.0)."""
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from rerun.source import input_files, open_sealed, read_sealed
 from rerun.targets import Target, placeholders, resolve_targets
 from rerun.writer import SealedSource
 
-__all__ = ["PreparedRerun", "prepare_rerun"]
+__all__ = ["PreparedRerun", "prepare_plan", "prepare_rerun"]
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class PreparedRerun:
     plan: Plan
     schedule: tuple[SlotPlan, ...]
     targets: tuple[Target, ...]
-    files: Mapping[str, FilePart]
+    files: Mapping[str, tuple[FilePart, ...]]
     check: PlanCheckResult
     estimates: tuple[SlotEstimate, ...]
     sealed_attempt: str | None
@@ -70,10 +70,32 @@ def prepare_rerun(bundle: Path | VerifiedBundle, options: RerunOptions) -> Prepa
         UsageError: the plan cannot be scheduled, a target or an input is missing.
     """
     sealed = read_sealed(open_sealed(bundle, options))
-    plan, name = sealed.plan, sealed.source.plan_name
-    commits = {
-        str(a["id"]): str(a["runtime_commit"]) for a in sealed.source.campaign.get("arms", [])
-    }
+    return prepare_plan(
+        sealed.source,
+        sealed.plan,
+        options,
+        bundle=sealed.bundle,
+        sealed_receipts=sealed.receipts,
+        sealed_attempt=sealed.sealed_attempt,
+    )
+
+
+def prepare_plan(
+    source: SealedSource,
+    plan: Plan,
+    options: RerunOptions,
+    *,
+    bundle: VerifiedBundle | None = None,
+    sealed_receipts: Sequence[Mapping[str, Any]] = (),
+    sealed_attempt: str | None = None,
+) -> PreparedRerun:
+    """Resolve the run of ``plan`` for ``source``'s arms (a rerun's, or ``bundle run``'s).
+
+    Raises:
+        UsageError: the plan cannot be scheduled, a target or an input is missing.
+    """
+    name = source.plan_name
+    commits = {str(a["id"]): str(a["runtime_commit"]) for a in source.campaign.get("arms", [])}
     try:
         schedule = build_schedule(plan, commits)
     except PlanShapeError as exc:
@@ -85,14 +107,14 @@ def prepare_rerun(bundle: Path | VerifiedBundle, options: RerunOptions) -> Prepa
     # ``telemetry`` is one of the sections Plan keeps as JSON; the schema made it an object.
     telemetry: Mapping[str, Any] = plan.unknown.get("telemetry") or {}
     return PreparedRerun(
-        source=sealed.source,
+        source=source,
         plan=plan,
         schedule=schedule,
         targets=resolve_targets(plan, schedule, options, plan_name=name),
-        files=input_files(plan, sealed.bundle, options, plan_name=name),
+        files=input_files(plan, bundle, options, plan_name=name),
         check=check_plan(plan.to_dict(), elapsed_s=options.reservation_used_s),
-        estimates=estimate(plan, schedule, sealed.receipts, sealed.sealed_attempt),
-        sealed_attempt=sealed.sealed_attempt,
+        estimates=estimate(plan, schedule, sealed_receipts, sealed_attempt),
+        sealed_attempt=sealed_attempt,
         api=api,
         timing_boundary=plan.request.timing_boundary,
         poll_interval_s=poll or 0.0,

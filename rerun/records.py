@@ -21,11 +21,6 @@ from rerun.telemetry import DeviceSample, SampleContext
 
 __all__ = ["attempt_record", "receipt_row", "request_id", "telemetry_rows", "worker_exit_rows"]
 
-_SERVER_HEADERS = (
-    ("x-inference-time-s", "server_inference_s"),
-    ("x-peak-memory-mb", "server_peak_memory_mb"),
-)
-
 
 def request_id(attempt_id: str, sp: SlotPlan, req: PlannedRequest) -> str:
     """The receipt's ``request_id``: attempt, server and seq."""
@@ -72,12 +67,11 @@ def receipt_row(
         row["prompt_id"] = req.prompt_id
     if out.cleanup is not None:
         row["cleanup"] = out.cleanup
-    for header, key in _SERVER_HEADERS:
-        if header in out.server_headers:
-            try:
-                row[key] = float(out.server_headers[header])
-            except ValueError:
-                row[key + "_text"] = out.server_headers[header]
+    # What the server measured itself, beside (never instead of) the boundary's e2e_s.
+    row.update(out.server)
+    extra = req.fields.get("extra_params")
+    if isinstance(extra, Mapping) and isinstance(extra.get("task"), str):
+        row["task_sent"] = extra["task"]
     return row
 
 
@@ -150,15 +144,24 @@ def attempt_record(
         run: ``timeouts``, ``reservation_used_s``, ``watchdog`` and ``telemetry`` as recorded.
         slots: each position's ``SlotResult.to_dict()``, in run order.
     """
+    origin: dict[str, Any] = (
+        {
+            "rerun_of": {
+                "campaign_id": prep.source.campaign.get("id"),
+                "bundle_sha256": prep.source.bundle_sha256,
+                "plan": prep.source.plan_name,
+                "plan_sha256": prep.source.plan_sha256,
+                "sealed_accepted_attempt": prep.sealed_attempt,
+            }
+        }
+        if prep.source.first_run is None
+        else {
+            "first_run_of": {"plan": prep.source.plan_name, "plan_sha256": prep.source.plan_sha256}
+        }
+    )
     return {
         **attempt,
-        "rerun_of": {
-            "campaign_id": prep.source.campaign.get("id"),
-            "bundle_sha256": prep.source.bundle_sha256,
-            "plan": prep.source.plan_name,
-            "plan_sha256": prep.source.plan_sha256,
-            "sealed_accepted_attempt": prep.sealed_attempt,
-        },
+        **origin,
         "api": prep.api,
         "timing_boundary": prep.timing_boundary,
         "poll_interval_s": prep.poll_interval_s,

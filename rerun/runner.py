@@ -176,7 +176,8 @@ def run_rerun(
     )
     run = AttemptRun(prep, writer, options, control.stop, progress)
     mode = "launch" if options.launch else "endpoint"
-    writer.begin(time.time_ns(), prep.source.plan_name, f"bundle rerun {__version__}; {mode} mode")
+    command = f"bundle {prep.source.attempt_prefix}"
+    writer.begin(time.time_ns(), prep.source.plan_name, f"{command} {__version__}; {mode} mode")
     for f in prep.check.findings:
         run.emit("plan", str(f))
     sampler = TelemetrySampler(

@@ -24,7 +24,6 @@ from rerun.client import (
     DeadlineExceeded,
     RequestOutcome,
     VideoClient,
-    commit_matches,
 )
 from rerun.confine import safe_name
 from rerun.launcher import LaunchError, LaunchSpec, ProcessExit, ServerProcess, free_port
@@ -32,6 +31,7 @@ from rerun.launcher import expand_command as expand
 from rerun.options import FILE_FIELDS, Progress, RerunEvent, RerunOptions
 from rerun.prepare import PreparedRerun
 from rerun.records import receipt_row, request_id, telemetry_rows, worker_exit_rows
+from rerun.runtime import endpoint_runtime, launch_runtime, method_of, refusal
 from rerun.schedule import PlannedRequest, SlotPlan
 from rerun.targets import VERSION_TIMEOUT_S, Target, placeholders
 from rerun.telemetry import DeviceSample, SampleContext, TelemetrySampler
@@ -166,6 +166,7 @@ class AttemptRun:
     ) -> RequestOutcome:
         """Send ``req`` within the earliest of its deadlines."""
         fields = {k: v for k, v in req.fields.items() if k not in FILE_FIELDS}
+        # Each file field goes as its own part(s): never as text (the real form refuses that).
         files = {k: v for k, v in self.prep.files.items() if k in req.fields}
         at = {"request": time.monotonic() + self.times.request_s, **outer}
         deadline = Deadline(at, self.stop)
@@ -223,29 +224,32 @@ class AttemptRun:
                 return statuses, levels, rest
         return statuses, levels, 0
 
-    def check_version(self, sp: SlotPlan, client: VideoClient) -> tuple[dict[str, Any], str | None]:
-        """The server's reported commit against the arm's; the reason to refuse it, if any."""
-        rep = client.version(timeout=VERSION_TIMEOUT_S)
-        if rep.commit is None:
-            verdict = "unverified"
+    def check_runtime(
+        self, sp: SlotPlan, target: Target, argv0: str | None
+    ) -> tuple[dict[str, Any], str | None]:
+        """The arm's runtime commit against what can be known of the server's (``rerun.runtime``).
+
+        Launch mode asks the launch environment before the server starts;
+        endpoint mode is unverified. Returns the record and the reason to
+        refuse the slot, if any.
+        """
+        if argv0 is None:
+            doc = endpoint_runtime(sp.commit)
         else:
-            verdict = "verified" if commit_matches(rep.commit, sp.commit) else "mismatch"
-        doc = {
-            "verdict": verdict,
-            "reported_commit": rep.commit,
-            "reported_version": rep.version,
-            "found_in": rep.source,
-            "arm_commit": sp.commit,
-            "error": rep.error,
-        }
-        if verdict == "mismatch":
-            return doc, f"{sp.server} reports runtime commit {rep.commit}, the arm's is {sp.commit}"
-        if verdict == "unverified" and not self.options.allow_unverified_commit:
-            return doc, (
-                f"{sp.server} does not report its runtime commit (GET /version); "
-                "pass --allow-unverified-commit to run anyway"
-            )
-        return doc, None
+            cwd = self.options.launch_cwd or Path.cwd()
+            doc = launch_runtime(argv0, target.env, cwd, sp.commit)
+        self.emit(
+            "runtime",
+            f"{sp.server}: runtime commit {doc['verdict']}: {method_of(doc)}"
+            + (f"; {doc['reason']}" if doc.get("reason") else ""),
+        )
+        return doc, refusal(sp.server, doc, self.options.allow_unverified_commit)
+
+    def record_vllm_version(self, doc: dict[str, Any], client: VideoClient) -> None:
+        """Add what ``GET /version`` said (vLLM's version: recorded, never compared)."""
+        rep = client.version(timeout=VERSION_TIMEOUT_S)
+        doc["vllm_version"] = rep.vllm_version
+        doc["vllm_version_error"] = rep.error
 
     def wait_ready(
         self, client: VideoClient, proc: ServerProcess, deadline: Deadline
@@ -310,9 +314,14 @@ class AttemptRun:
             return None, port, str(exc)
 
     def _serve(
-        self, sp: SlotPlan, proc: ServerProcess, client: VideoClient, t_slot: float
+        self,
+        sp: SlotPlan,
+        proc: ServerProcess,
+        client: VideoClient,
+        t_slot: float,
+        runtime: dict[str, Any],
     ) -> SlotResult:
-        """A launched server: wait until ready, check its commit, run the wave."""
+        """A launched server: wait until ready, record its vLLM version, run the wave."""
         arm_at = None if self.times.arm_s is None else t_slot + self.times.arm_s
         startup_at = None if self.times.startup_s is None else t_slot + self.times.startup_s
         ready = self.wait_ready(
@@ -320,21 +329,12 @@ class AttemptRun:
             proc,
             Deadline({"startup": startup_at, **self.times.outer(None, arm_at)}, self.stop),
         )
-        result = SlotResult(sp.slot.position, sp.arm, sp.server, "completed", {}, {}, 0, None)
+        result = SlotResult(sp.slot.position, sp.arm, sp.server, "completed", {}, {}, 0, runtime)
         if ready is not None:
             return _with(result, outcome="not-ready", not_sent=len(sp.requests), note=ready)
         self.emit("ready", f"{sp.server} ready after {time.monotonic() - t_slot:.2f} s")
         proc.observe_workers()
-        version, reject = self.check_version(sp, client)
-        if reject:
-            self.reject_reason = reject
-            return _with(
-                result,
-                outcome="commit-mismatch",
-                not_sent=len(sp.requests),
-                version=version,
-                note=reject,
-            )
+        self.record_vllm_version(runtime, client)
         statuses, levels, not_sent = self.wave(sp, client, arm_at)
         return _with(
             result,
@@ -342,21 +342,35 @@ class AttemptRun:
             statuses=dict(statuses),
             timeout_levels=dict(levels),
             not_sent=not_sent,
-            version=version,
         )
 
     def run_launched(self, sp: SlotPlan, target: Target, sampler: TelemetrySampler) -> SlotResult:
         """Start the slot's server, run it, and always tear it down with the plan's budgets."""
+        position = (sp.slot.position, sp.arm, sp.server)
+        assert target.argv_template is not None
+        argv0 = expand(
+            target.argv_template,
+            placeholders(sp, "0", self.options.host, self.prep.plan),
+            target.args,
+        )[0]
+        runtime, reject = self.check_runtime(sp, target, argv0)
+        if reject:
+            # Refused before the server starts: nothing to tear down.
+            self.reject_reason = reject
+            return SlotResult(
+                *position, "commit-mismatch", {}, {}, len(sp.requests), runtime, (), reject
+            )
         t_slot = time.monotonic()
         proc, port, error = self._start(sp, target)
         if proc is None:
-            position = (sp.slot.position, sp.arm, sp.server)
-            return SlotResult(*position, "launch-failed", {}, {}, len(sp.requests), None, (), error)
+            return SlotResult(
+                *position, "launch-failed", {}, {}, len(sp.requests), runtime, (), error
+            )
         self.live.append(proc)
         sampler.set_context(SampleContext(sp.arm, sp.server))
         client = VideoClient(f"http://{self.options.host}:{port}")
         try:
-            result = self._serve(sp, proc, client, t_slot)
+            result = self._serve(sp, proc, client, t_slot, runtime)
         finally:
             term, kill = self.teardown_budgets(sp)
             exits = proc.teardown(term, kill)
@@ -372,11 +386,12 @@ class AttemptRun:
         arm_at = None if self.times.arm_s is None else t_slot + self.times.arm_s
         self.emit("slot", f"position {sp.slot.position}: {sp.arm} on {sp.server} at {target.url}")
         client = VideoClient(target.url)
-        version, reject = self.check_version(sp, client)
-        result = SlotResult(sp.slot.position, sp.arm, sp.server, "completed", {}, {}, 0, version)
+        runtime, reject = self.check_runtime(sp, target, None)
+        result = SlotResult(sp.slot.position, sp.arm, sp.server, "completed", {}, {}, 0, runtime)
         if reject:
             self.reject_reason = reject
             return _with(result, outcome="commit-mismatch", not_sent=len(sp.requests), note=reject)
+        self.record_vllm_version(runtime, client)
         sampler.set_context(SampleContext(sp.arm, sp.server))
         try:
             statuses, levels, not_sent = self.wave(sp, client, arm_at)

@@ -126,14 +126,33 @@ def _refused(plan_name: str, key: str, rel: str, why: str) -> UsageError:
     )
 
 
+def _paths(payload: Mapping[str, Any], key: str, plan_name: str) -> list[str]:
+    value = payload.get(key)
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value] if value else []
+    if isinstance(value, list) and all(isinstance(v, str) and v for v in value):
+        return list(value)
+    raise UsageError(
+        f"{plan_name}: request.payload.{key}: a file path or a list of file paths, "
+        f"not {type(value).__name__}"
+    )
+
+
 def input_files(
     plan: Plan,
-    bundle: VerifiedBundle,
+    bundle: VerifiedBundle | None,
     options: RerunOptions,
     *,
     plan_name: str = "plan",
-) -> dict[str, FilePart]:
-    """The files the payload names: from the bundle's ``files/``, else from ``--inputs``.
+) -> dict[str, tuple[FilePart, ...]]:
+    """The files the payload names, per file field, in payload order.
+
+    ``input_reference`` names one file; ``input_references`` a list (sent as
+    repeated parts under that one name, as vLLM-Omni's form takes several
+    references). Each comes from the bundle's ``files/``, else from ``--inputs``
+    (only from ``--inputs`` when there is no bundle: ``bundle run``).
 
     A path is read only from inside an ``--inputs`` folder
     (:func:`rerun.confine.read_input`): an absolute path, a ``..``
@@ -145,35 +164,46 @@ def input_files(
             from its sealed artifact's SHA-256 (located at ``plan_name``'s field).
     """
     payload = plan.request.payload or {}
-    artifacts = {
-        r["path"]: r.get("sha256")
-        for r in table_rows(bundle, "artifacts", ["path", "sha256"])
-        if r.get("path")
-    }
-    out: dict[str, FilePart] = {}
+    rows = [] if bundle is None else table_rows(bundle, "artifacts", ["path", "sha256"])
+    artifacts = {r["path"]: r.get("sha256") for r in rows if r.get("path")}
+    out: dict[str, tuple[FilePart, ...]] = {}
     for key in FILE_FIELDS:
-        rel = payload.get(key)
-        if not isinstance(rel, str) or not rel:
-            continue
-        why = input_problem(rel)
-        if why is not None:
-            raise _refused(plan_name, key, rel, why)
-        carried = bundle.member_bytes(f"files/{rel}")
-        data = carried
-        for d in options.inputs if data is None else ():
-            try:
-                data = read_input(d, rel)
-            except InputRefused as exc:
-                raise _refused(plan_name, key, rel, f"in {str(d)!r} {exc}") from exc
-            if data is not None:
-                break
-        if data is None:
-            raise UsageError(
-                f"payload field {key} names {rel!r}, which is not in the bundle: "
-                "give --inputs DIR holding it"
-            )
-        want = artifacts.get(rel)
-        if carried is None and want and hashlib.sha256(data).hexdigest() != want:
-            raise UsageError(f"{rel}: its SHA-256 differs from the sealed artifact's")
-        out[key] = FilePart(Path(rel).name, data)
+        where = (plan_name, key)
+        parts = [
+            FilePart(Path(rel).name, _read_one(bundle, options, artifacts, where, rel))
+            for rel in _paths(payload, key, plan_name)
+        ]
+        if parts:
+            out[key] = tuple(parts)
     return out
+
+
+def _read_one(
+    bundle: VerifiedBundle | None,
+    options: RerunOptions,
+    artifacts: Mapping[str, Any],
+    where: tuple[str, str],
+    rel: str,
+) -> bytes:
+    plan_name, key = where
+    why = input_problem(rel)
+    if why is not None:
+        raise _refused(plan_name, key, rel, why)
+    carried = None if bundle is None else bundle.member_bytes(f"files/{rel}")
+    data = carried
+    for d in options.inputs if data is None else ():
+        try:
+            data = read_input(d, rel)
+        except InputRefused as exc:
+            raise _refused(plan_name, key, rel, f"in {str(d)!r} {exc}") from exc
+        if data is not None:
+            break
+    if data is None:
+        raise UsageError(
+            f"payload field {key} names {rel!r}, which is not in the bundle: "
+            "give --inputs DIR holding it"
+        )
+    want = artifacts.get(rel)
+    if carried is None and want and hashlib.sha256(data).hexdigest() != want:
+        raise UsageError(f"{rel}: its SHA-256 differs from the sealed artifact's")
+    return data

@@ -1,7 +1,8 @@
 """Where each arm position's server is: a launch command from the plan, or a running endpoint.
 
 Everything here is resolved before any server is touched; :func:`check_endpoints`
-asks running endpoints for their runtime commit before anything is written.
+refuses endpoint mode (whose runtime commit cannot be verified) before anything is
+written, unless unverified runtimes are accepted.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from typing import Any
 from bundler._internal.textsafe import safe
 from bundler.errors import Problem, UsageError
 from bundler.format.plan_model import Plan
-from rerun.client import VideoClient, commit_matches
 from rerun.launcher import LaunchError, expand_command
 from rerun.options import RerunOptions
 from rerun.plan_env import env_refusal
+from rerun.runtime import ENDPOINT_REASON
 from rerun.schedule import SlotPlan
 
 __all__ = [
@@ -217,30 +218,25 @@ def resolve_targets(
 def check_endpoints(
     schedule: Sequence[SlotPlan], targets: Sequence[Target], options: RerunOptions
 ) -> None:
-    """Ask every running endpoint for its runtime commit; refuse a mismatch before any run.
+    """Refuse endpoint mode before any run unless unverified runtimes are accepted.
+
+    vLLM-Omni reports no runtime commit over HTTP (``GET /version`` is vLLM's
+    version), so a running endpoint's commit cannot be verified from here
+    (:mod:`rerun.runtime`); only ``allow_unverified_commit`` lets it run,
+    recorded as unverified.
 
     Raises:
-        UsageError: an endpoint reports another commit, or none without
-            ``allow_unverified_commit``.
+        UsageError: an endpoint target without ``allow_unverified_commit``.
     """
-    problems = []
-    for sp, t in zip(schedule, targets, strict=True):
-        if t.url is None:
-            continue
-        rep = VideoClient(t.url).version(timeout=VERSION_TIMEOUT_S)
-        if rep.commit is not None and not commit_matches(rep.commit, sp.commit):
-            problems.append(f"{sp.server}: reports {rep.commit}, the arm's commit is {sp.commit}")
-        elif rep.commit is None and not options.allow_unverified_commit:
-            problems.append(
-                f"{sp.server}: reports no runtime commit ({rep.error or 'GET /version'})"
-            )
-    if problems:
+    if options.allow_unverified_commit:
+        return
+    servers = [sp.server for sp, t in zip(schedule, targets, strict=True) if t.url is not None]
+    if servers:
         raise UsageError(
             "endpoint runtime check failed (nothing was run): "
-            + "; ".join(problems)
-            + (
-                ""
-                if options.allow_unverified_commit
-                else " (--allow-unverified-commit accepts a server that reports none)"
-            )
+            + ", ".join(servers)
+            + ": runtime commit unverified: "
+            + ENDPOINT_REASON
+            + " (--allow-unverified-commit runs anyway, recorded as unverified; "
+            "--launch verifies it from the launch environment)"
         )

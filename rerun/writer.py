@@ -55,6 +55,14 @@ class SealedSource:
     """The sealed accepted attempt's comparisons (ids and request ids)."""
     requests: Mapping[str, tuple[str, int, str]] = field(default_factory=dict)
     """Sealed request id -> (server, seq, phase), from the sealed receipts."""
+    first_run: Mapping[str, Any] | None = None
+    """For ``bundle run`` (an author's first run, no sealed bundle): the campaign's
+    ``id``, ``title``, ``kind`` (campaign or pilot) and ``arms``; None for a rerun."""
+
+    @property
+    def attempt_prefix(self) -> str:
+        """``run`` for a first run, ``rerun`` for a rerun."""
+        return "rerun" if self.first_run is None else "run"
 
     @property
     def plan_sha256(self) -> str:
@@ -162,6 +170,31 @@ def _rerun_campaign(source: SealedSource, accelerator: str) -> dict[str, Any]:
     return doc
 
 
+def _first_campaign(source: SealedSource, accelerator: str) -> dict[str, Any]:
+    spec = source.first_run or {}
+    return {
+        "layout_version": "1",
+        "id": spec["id"],
+        "title": spec["title"],
+        "kind": spec["kind"],
+        "hardware": {"accelerator": accelerator, "count": 0},
+        "arms": [dict(a) for a in spec["arms"]],
+        "plan": source.plan_name,
+        "summary": (
+            f"First run of the frozen plan {source.plan_name} with bundle run (the runner "
+            "bundle rerun uses: same timing boundary, deadlines, teardown and records). "
+            "No claims yet: the author writes them before bundle seal."
+        ),
+    }
+
+
+_FIRST_RUN_NOT_CLAIMED = {
+    "what": "any statistic of this run as a published claim",
+    "note": "bundle run records measurements only; claims are the author's to write "
+    "(claims.json) before bundle seal",
+}
+
+
 class RerunWriter:
     """One rerun directory and the attempt being written into it."""
 
@@ -200,19 +233,21 @@ class RerunWriter:
             root.mkdir(parents=True, exist_ok=True)
             cls._create(root, source, accelerator)
             attempts = []
-        attempt_id = f"rerun-{len(attempts) + 1}"
+        attempt_id = f"{source.attempt_prefix}-{len(attempts) + 1}"
         return cls(root, attempt_id, attempts, source)
 
     @staticmethod
     def _create(root: Path, source: SealedSource, accelerator: str) -> None:
-        atomic_write_bytes(
-            output_path(root, "campaign.json"), _dump(_rerun_campaign(source, accelerator))
-        )
+        first = source.first_run is not None
+        campaign = (_first_campaign if first else _rerun_campaign)(source, accelerator)
+        atomic_write_bytes(output_path(root, "campaign.json"), _dump(campaign))
         # The plan's member name is a verified bundle member name, confined all the same.
-        output_path(root, source.plan_name).write_bytes(source.plan_bytes)
+        atomic_write_bytes(output_path(root, source.plan_name), source.plan_bytes)
         atomic_write_bytes(output_path(root, "claims.json"), b"[]\n")
         not_claimed = [
-            {
+            _FIRST_RUN_NOT_CLAIMED
+            if first
+            else {
                 "what": "any statistic of this rerun as a published claim",
                 "note": "a rerun is evidence to compare with the sealed campaign "
                 "(bundle replay RERUN.bundle --against SEALED.bundle), not a new publication",
@@ -233,11 +268,18 @@ class RerunWriter:
             doc = json.loads((root / "campaign.json").read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise UsageError(f"{root}: not empty and not a rerun directory ({exc})") from exc
-        of = doc.get("rerun_of") if isinstance(doc, dict) else None
-        if doc.get("kind") != "rerun" or not isinstance(of, dict):
+        if not isinstance(doc, dict):
             raise UsageError(f"{root}: not empty and not a rerun directory")
-        if of.get("bundle_sha256") != source.bundle_sha256:
-            raise UsageError(f"{root}: holds a rerun of another bundle ({of.get('bundle_sha256')})")
+        if source.first_run is not None:
+            RerunWriter._same_first_run(root, doc, source)
+        else:
+            of = doc.get("rerun_of")
+            if doc.get("kind") != "rerun" or not isinstance(of, dict):
+                raise UsageError(f"{root}: not empty and not a rerun directory")
+            if of.get("bundle_sha256") != source.bundle_sha256:
+                raise UsageError(
+                    f"{root}: holds a rerun of another bundle ({of.get('bundle_sha256')})"
+                )
         text = (root / "attempts.jsonl").read_text(encoding="utf-8")
         attempts = [json.loads(line) for line in text.splitlines() if line.strip()]
         accepted = [a["attempt_id"] for a in attempts if a.get("status") == "accepted"]
@@ -247,6 +289,22 @@ class RerunWriter:
                 "rerun into a new directory"
             )
         return attempts
+
+    @staticmethod
+    def _same_first_run(root: Path, doc: Mapping[str, Any], source: SealedSource) -> None:
+        spec = source.first_run or {}
+        if (
+            "rerun_of" in doc
+            or doc.get("id") != spec.get("id")
+            or doc.get("plan") != (source.plan_name)
+        ):
+            raise UsageError(f"{root}: not empty and not a bundle run directory of this campaign")
+        try:
+            plan = output_path(root, source.plan_name).read_bytes()
+        except OSError as exc:
+            raise UsageError(f"{root}: {source.plan_name} unreadable ({exc})") from exc
+        if hashlib.sha256(plan).hexdigest() != source.plan_sha256:
+            raise UsageError(f"{root}: holds a run of another version of {source.plan_name}")
 
     def _write_attempts(self) -> None:
         atomic_write_bytes(output_path(self.root, "attempts.jsonl"), _jsonl(self._attempts))

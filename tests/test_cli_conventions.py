@@ -52,6 +52,25 @@ SUCCESS: dict[str, tuple[list[str], int]] = {
         ["rerun", "run.bundle", "--key", "author.pub", "-o", "rr", "--launch", "--dry-run"],
         0,
     ),
+    "run": (
+        [
+            "run",
+            "campaign/plans/reference-ab.json",
+            "-o",
+            "first-run",
+            "--arm",
+            "baseline=c7f56f0",
+            "--arm",
+            "candidate=098b51f",
+            "--campaign-id",
+            "first",
+            "--launch",
+            "--inputs",
+            "campaign",
+            "--dry-run",
+        ],
+        0,
+    ),
 }
 
 

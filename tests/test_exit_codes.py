@@ -168,6 +168,7 @@ SITUATIONS: list[tuple[str, list[str], str, str]] = [
     ("diff", ["run.bundle", "empty.bundle", "--allow-unsigned"], "6", "the content differs"),
     ("plan check", ["nope.json"], "2", "plan or bundle path missing"),
     ("plan check", ["corrupt.bundle"], "1", "corrupt"),
+    ("run", ["nope.json", "-o", "rr"], "2", "plan path missing"),
     ("rerun", [MISSING, "--key", "author.pub", "-o", "rr"], "2", "bundle path missing"),
     ("rerun", ["run.bundle", "-o", "rr", "--launch", "--dry-run"], "2", "no trust option"),
     (

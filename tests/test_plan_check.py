@@ -42,6 +42,23 @@ def codes(result: PlanCheckResult, level: str) -> list[str]:
     return [f.code for f in result.findings if f.level == level]
 
 
+# The seed plans ask MiniMax H3 for 1280x720: 720 = 22 x 32 + 16, so H3's canvas, floored to a
+# multiple of 32, is 1280x704 (bundler/campaign/plan_omni.py), a warning after the timing ones.
+H3_CANVAS = (
+    "warning",
+    "h3-canvas",
+    "request.payload.size",
+    "MiniMax H3 floors its canvas to a multiple of 32: 1280x720 yields 1280x704",
+)
+
+
+def request_findings(result: PlanCheckResult) -> list[tuple[str, str, str, str]]:
+    """The findings about the request (the ones after the timing findings)."""
+    omni = {"h3-canvas", "h3-fps", "task-implicit", "payload-refused", "model-not-served"}
+    omni.add("sync-cap")
+    return [(f.level, f.code, f.path, f.message) for f in result.findings if f.code in omni]
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in PLANS.glob("*.json")))
 def test_fixtures_are_valid_plans(name: str) -> None:
     assert document_errors("plan", load(name)) == []
@@ -77,7 +94,12 @@ def test_seed_plan_1_reservation_fires_first_and_later_arms_starve() -> None:
     # Worst case per position: 0 + min(14,400, 3 x 14,400) + 150 = 14,550 s; 3 of them = 43,650 s.
     assert [b.worst_case_s for b in r.slots] == [14550.0] * 3
     assert r.worst_case_total_s == 43650.0
-    assert sorted(codes(r, "warning")) == ["no-startup-budget", "worst-case-exceeds-reservation"]
+    assert sorted(codes(r, "warning")) == [
+        "h3-canvas",
+        "no-startup-budget",
+        "worst-case-exceeds-reservation",
+    ]
+    assert request_findings(r) == [H3_CANVAS]
     first = r.errors[0]
     assert first.path == "timeouts.request_s"
     assert "9,900 s (2 h 45 min)" in first.message and "14,400 s (4 h)" in first.message
@@ -109,7 +131,8 @@ def test_seed_plan_2_four_arms_two_hour_reservation() -> None:
 def test_corrected_plan_1_passes_with_no_finding() -> None:
     # start-up 600, request 800, wave 2,400, arm 3,000; soft 9,900, grace 180, hard 10,800.
     r = check_plan(load("seed-kv-residency-pilot.corrected.json"))
-    assert r.ok and r.findings == ()
+    # No timing finding; the one warning is about the request's canvas.
+    assert r.ok and [(f.level, f.code, f.path, f.message) for f in r.findings] == [H3_CANVAS]
     # Nominal position: 600 + 0 + 150 = 750 s; starts 0, 750, 1,500; a stuck first request
     # times out at start + 600 + 800, before the wave (start + 3,000) and arm (start + 3,000).
     assert [(s.fires, s.fires_at_s) for s in r.scenarios] == [
@@ -125,7 +148,7 @@ def test_corrected_plan_1_passes_with_no_finding() -> None:
 def test_corrected_plan_2_passes_with_no_finding() -> None:
     # start-up 300, request 600, wave 1,100, arm 1,400; soft 6,300, grace 180, hard 7,200.
     r = check_plan(load("seed-cache-range-pilot.corrected.json"))
-    assert r.ok and r.findings == ()
+    assert r.ok and [(f.level, f.code, f.path, f.message) for f in r.findings] == [H3_CANVAS]
     # Nominal 300 + 150 = 450 s: stuck requests time out at 900, 1,350, 1,800, 2,250 s.
     assert [s.fires_at_s for s in r.scenarios] == [900.0, 1350.0, 1800.0, 2250.0]
     # Worst case: min(1,400, 300 + min(1,100, 5 x 600)) + 150 = 1,550; x 4 = 6,200 <= 6,300.
@@ -262,11 +285,11 @@ def test_malformed_plans_are_findings_not_exceptions() -> None:
 def test_seal_policy_blocks_campaigns_and_warns_for_pilots_and_reruns() -> None:
     plan = load("seed-kv-residency-pilot.json")
     blocking, warnings = seal_plan_findings(plan, kind="campaign", where="plans/p.json")
-    assert len(blocking) == 5 and len(warnings) == 2
+    assert len(blocking) == 5 and len(warnings) == 3  # 2 timing warnings + the H3 canvas
     assert isinstance(blocking[0], Problem) and blocking[0].field == "timeouts.request_s"
     for kind in ("pilot", "rerun"):
         blocking, warnings = seal_plan_findings(plan, kind=kind, where="plans/p.json")
-        assert blocking == [] and len(warnings) == 7
+        assert blocking == [] and len(warnings) == 8
 
 
 def test_cli_plan_check_on_files_and_bundles(tmp_path: Path) -> None:
@@ -292,3 +315,77 @@ def test_cli_plan_check_on_files_and_bundles(tmp_path: Path) -> None:
     via_bundle = runner.invoke(plan_group, ["check", str(tmp_path / "c.bundle")])
     assert via_bundle.exit_code == 0, via_bundle.output
     assert "plans/reference-ab.json" in via_bundle.output
+
+
+def omni_plan(payload: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """A final-like plan with a video ``payload`` (nothing about timing wrong)."""
+    plan = final_like_plan()
+    plan["request"] = {**plan["request"], "poll_interval_s": 5, "payload": payload}
+    plan.update(changes)
+    return plan
+
+
+GOOD_PAYLOAD: dict[str, Any] = {
+    "model": "MiniMax-H3-Ref2VA",
+    "prompt": "a violinist",
+    "input_reference": "inputs/ref.png",
+    "seconds": 5,
+    "fps": 24,
+    "size": "1280x704",
+    "seed": 42,
+    "extra_params": {"task": "ref2va"},
+}
+
+
+def test_a_payload_the_real_server_accepts_gives_no_request_finding() -> None:
+    r = check_plan(omni_plan(GOOD_PAYLOAD))
+    assert request_findings(r) == []
+    # An integral float is sent as integer text (rerun.client.form_text): accepted.
+    assert request_findings(check_plan(omni_plan({**GOOD_PAYLOAD, "seconds": 5.0}))) == []
+
+
+def test_payload_values_the_real_request_model_refuses() -> None:
+    bad = {**GOOD_PAYLOAD, "size": "1280*720", "seconds": "5.0", "seed": 4.5, "fps": 30}
+    got = [(f[1], f[2]) for f in request_findings(check_plan(omni_plan(bad)))]
+    assert got == [
+        ("payload-refused", "request.payload.size"),
+        ("payload-refused", "request.payload.seconds"),
+        ("payload-refused", "request.payload.seed"),
+        ("h3-fps", "request.payload.fps"),
+    ]
+    # Without an explicit task an image-only reference runs FL2VA on a combined H3 server.
+    implicit = {k: v for k, v in GOOD_PAYLOAD.items() if k != "extra_params"}
+    assert [f[1] for f in request_findings(check_plan(omni_plan(implicit)))] == ["task-implicit"]
+
+
+def test_a_launch_template_that_cannot_serve_the_payloads_model() -> None:
+    def served(command: str, **per_arm: Any) -> list[str]:
+        launch = {"command": command, "baseline": per_arm, "candidate": per_arm}
+        return [f[2] for f in request_findings(check_plan(omni_plan(GOOD_PAYLOAD, launch=launch)))]
+
+    # vllm serve MODEL: served as the model id, which is not the payload's model name.
+    assert served("vllm serve MiniMaxAI/MiniMax-H3 --omni --port {port}") == [
+        "launch.baseline",
+        "launch.candidate",
+    ]
+    assert served("vllm serve MiniMaxAI/MiniMax-H3 --omni --served-model-name {model}") == []
+    assert (
+        served("vllm serve /w/h3 --omni", args=["--served-model-name", "MiniMax-H3-Ref2VA"]) == []
+    )
+    assert served("vllm serve --omni --port {port}", args=["--model", "MiniMax-H3-Ref2VA"]) == []
+    # Nothing names the model: it cannot be told, so nothing is claimed.
+    assert served("{python} -m my_server --port {port}") == []
+
+
+def test_a_sync_request_timeout_above_the_servers_cap() -> None:
+    sync = {"api": "videos-sync", "timing_boundary": "post_to_response", "payload": GOOD_PAYLOAD}
+    plan = final_like_plan()
+    plan["request"] = sync
+    findings = request_findings(check_plan(plan))
+    # request_s 1,200 s > VLLM_OMNI_VIDEO_SYNC_TIMEOUT's default 600 s.
+    assert [(f[1], f[2]) for f in findings] == [("sync-cap", "timeouts.request_s")]
+    # Findings about the request come after every timing finding.
+    assert check_plan(plan).findings[-1].code == "sync-cap"
+    env = {"env": {"VLLM_OMNI_VIDEO_SYNC_TIMEOUT": "1800"}}
+    plan["launch"] = {"baseline": env, "candidate": env}
+    assert request_findings(check_plan(plan)) == []

@@ -49,7 +49,14 @@ from reprobundle.cli.rerun_cmd import rerun_command
 from rerun.runner import RerunControl, RerunEvent, RerunOptions, run_rerun
 from tests.conftest import Keys
 from tests.reference_server import REPO_ROOT
-from tests.reference_server.campaign import LATENCY_S, campaign_plan, tiny_png, write_campaign
+from tests.reference_server.campaign import (
+    BASELINE_COMMIT,
+    LATENCY_S,
+    campaign_plan,
+    tiny_png,
+    with_runtimes,
+    write_campaign,
+)
 from tests.reference_server.media import make_mp4
 from tests.reference_server.server import Config, shared_cache_file
 
@@ -154,7 +161,7 @@ def test_rerun_reproduces_the_effect_and_records_a_hang_and_a_stubborn_worker(
     tmp_path: Path, keys: Keys
 ) -> None:
     clip = expected_clip_sha256()
-    camp = write_campaign(tmp_path / "camp", output_sha256=clip)
+    camp = write_campaign(tmp_path / "camp", with_runtimes(campaign_plan()), output_sha256=clip)
     add_quality(camp, clip)
     sealed_path = tmp_path / "orig.bundle"
     seal_campaign(camp, sealed_path, keys=[keys.private])
@@ -210,6 +217,14 @@ def test_rerun_reproduces_the_effect_and_records_a_hang_and_a_stubborn_worker(
     second = CliRunner().invoke(rerun_command, args)
     assert second.exit_code == 0, second.output
     assert "ACCEPTED" in second.output
+    # Each arm's runtime commit, verified from its launch environment (the vllm-omni
+    # distribution's direct_url.json), not from GET /version (vLLM's version only).
+    record = json.loads((out / "rerun" / "rerun-2.json").read_text())
+    runtime = {s["server"]: s["version"] for s in record["slots"]}
+    assert {k: v["verdict"] for k, v in runtime.items()} == dict.fromkeys(runtime, "verified")
+    assert runtime["baseline-1"]["runtime_commit"] == BASELINE_COMMIT
+    assert runtime["baseline-1"]["method"] == "direct_url.json vcs_info.commit_id"
+    assert runtime["baseline-1"]["vllm_version"] == "0.30.0"
     campaign, problems = load_campaign(out)
     assert problems == []
     assert campaign.doc["kind"] == "rerun"
@@ -379,7 +394,7 @@ def check_rerun_quality(out: Path, rerun_path: Path, rb: VerifiedBundle, keys: K
 
 
 def _stuck_plan() -> dict[str, Any]:
-    return campaign_plan(
+    plan = campaign_plan(
         arm_order=["baseline", "candidate"],
         servers=["baseline-1", "candidate-1"],
         warmups_per_server=0,
@@ -389,6 +404,7 @@ def _stuck_plan() -> dict[str, Any]:
         reservation={"hard_limit_s": 10, "soft_term_s": 4, "kill_grace_s": 3},
         telemetry={"source": "none"},
     )
+    return with_runtimes(plan)
 
 
 def test_reservation_watchdog_ends_a_stuck_arm_as_the_plan_check_predicts(tmp_path: Path) -> None:

@@ -268,9 +268,11 @@ def test_hostile_server_names_write_nothing_outside_the_output_folder(
             "--launch",
             "--launch-command",
             "{python} -m tests.reference_server --port {port} --server {server} "
-            "--commit {commit} --workers 1 --max-lifetime 60 --latency 0.05",
+            "--served-model-name {model} --workers 1 --max-lifetime 60 --latency 0.05",
             "--launch-cwd",
             str(REPO_ROOT),
+            # No vllm-omni in this launch environment: its runtime commit is unverifiable.
+            "--allow-unverified-commit",
         ]
     )
     assert res.exit_code == 0, res.output
@@ -377,6 +379,7 @@ def test_run_bundle_launch_command_prints_the_command_escaped_then_runs_it(
             str(keys.public_path),
             "--launch",
             "--run-bundle-launch-command",
+            "--allow-unverified-commit",
         ]
     )
     # The "server" exits before it is ready: the attempt is rejected (exit 4), but it ran.
@@ -429,6 +432,7 @@ def _launch_own(bundle: Path, out: Path, keys: Keys, template: str, *extra: str)
             "--launch",
             "--launch-command",
             template,
+            "--allow-unverified-commit",
             *extra,
         ]
     )
@@ -542,6 +546,7 @@ def test_run_bundle_launch_command_applies_the_plans_env_and_prints_it_first(
             str(keys.public_path),
             "--launch",
             "--run-bundle-launch-command",
+            "--allow-unverified-commit",
         ]
     )
     assert res.exit_code == 4, res.output

@@ -30,7 +30,6 @@ from rerun.client import (
     commit_matches,
     earliest_deadline,
     encode_multipart,
-    reported_commit,
 )
 from rerun.launcher import (
     LaunchError,
@@ -52,7 +51,7 @@ from tests.reference_server.campaign import (
     tiny_png,
     write_campaign,
 )
-from tests.reference_server.server import parse_form
+from tests.reference_server.form import parse_video_form
 
 FIELDS = {"prompt": "a violinist at dusk", "seed": 42, "generate_sound": True}
 
@@ -71,19 +70,7 @@ def test_earliest_deadline_prefers_the_innermost_level_on_a_tie() -> None:
     assert earliest_deadline({"request": None}) is None
 
 
-def test_reported_commit_sources_and_matching() -> None:
-    assert reported_commit({"commit": "ABCDEF1234"}, {}) == ("abcdef1234", "json:commit")
-    # vLLM-Omni dev builds print setuptools-scm versions such as 0.26.1.dev55+g81b48e83e.
-    assert reported_commit({"version": "0.26.1.dev55+g81b48e83e"}, {}) == (
-        "81b48e83e",
-        "version-local",
-    )
-    assert reported_commit({"version": "0.20.0"}, {"x-runtime-commit": "098b51f"}) == (
-        "098b51f",
-        "header",
-    )
-    assert reported_commit({"version": "0.20.0"}, {}) == (None, None)
-    assert reported_commit({"commit": "not-hex"}, {}) == (None, None)
+def test_commit_matching() -> None:
     assert commit_matches("81b48e83e", "81b48e83e0c1d2")
     assert commit_matches(CANDIDATE_COMMIT, CANDIDATE_COMMIT[:7])
     assert not commit_matches("81b48e8", "81b48e9aaaaaa")
@@ -108,10 +95,10 @@ def test_expand_command_placeholders_and_args() -> None:
 
 def test_multipart_body_is_read_back_by_an_independent_parser() -> None:
     png = tiny_png()
-    body, ctype = encode_multipart(FIELDS, {"input_reference": FilePart("ref.png", png)})
-    fields, reference = parse_form(ctype, body)  # the reference server's email-package parser
-    assert fields == {"prompt": "a violinist at dusk", "seed": "42", "generate_sound": "true"}
-    assert reference == png
+    body, ctype = encode_multipart(FIELDS, {"input_reference": (FilePart("ref.png", png),)})
+    form = parse_video_form(ctype, body, "m")  # the reference server's email-package parser
+    assert form.fields == {"prompt": "a violinist at dusk", "seed": "42", "generate_sound": "true"}
+    assert [u.data for u in form.references] == [png]
     assert b"Content-Type: image/png" in body
 
 
@@ -131,7 +118,7 @@ def test_async_request_is_timed_post_to_delete_with_polling() -> None:
         png = tiny_png()
         out = client.video_async(
             FIELDS,
-            {"input_reference": FilePart("ref.png", png)},
+            {"input_reference": (FilePart("ref.png", png),)},
             poll_interval_s=0.05,
             deadline=Deadline({"request": soon(10)}),
         )
@@ -154,9 +141,16 @@ def test_sync_request_records_the_server_headers() -> None:
     with running_server("--latency", "0.1") as srv:
         out = VideoClient(srv.url).video_sync(FIELDS, {}, deadline=Deadline({"request": soon(10)}))
         assert out.status == "ok"
-        assert out.server_headers["x-inference-time-s"] == "0.100"
-        assert out.server_headers["x-peak-memory-mb"] == "1234.5"
-        assert out.job_id == out.server_headers["x-request-id"]
+        # The server sends X-Inference-Time-S 0.100, X-Peak-Memory-MB 1234.500 and
+        # X-Stage-Durations {"text_encode":0.01,"denoise":0.05,"vae_decode":0.02}.
+        assert out.server["server_inference_time_s"] == 0.1
+        assert out.server["server_peak_memory_mb"] == 1234.5
+        assert json.loads(out.server["server_stage_durations"]) == {
+            "text_encode": 0.01,
+            "denoise": 0.05,
+            "vae_decode": 0.02,
+        }
+        assert out.job_id is not None and out.job_id.startswith("video_sync-")
         assert out.body is not None and _decode(out.body)[0] == 8
 
 
@@ -209,17 +203,15 @@ def test_failed_job_is_a_failed_request() -> None:
             FIELDS, {}, poll_interval_s=0.02, deadline=Deadline({"request": soon(10)})
         )
         assert out.status == "failed" and out.timeout_level is None
-        assert out.error is not None and "injected_failure" in out.error
+        assert out.error == "job failed: HTTP 500: reference server fault"
 
 
-def test_version_report_of_each_style() -> None:
-    with running_server("--commit", BASELINE_COMMIT, "--version-style", "scm") as srv:
+def test_version_is_vllms_and_never_a_runtime_commit() -> None:
+    # A vLLM development build: the +g hash is vLLM's, so it is recorded as vLLM's version.
+    with running_server("--vllm-version", "0.30.1.dev3+gced6857af") as srv:
         rep = VideoClient(srv.url).version()
-        assert (rep.commit, rep.source) == (BASELINE_COMMIT[:9], "version-local")
-    with running_server("--commit", BASELINE_COMMIT, "--version-style", "header") as srv:
-        assert VideoClient(srv.url).version().source == "header"
-    with running_server("--version-style", "none") as srv:
-        assert VideoClient(srv.url).version().commit is None
+    assert (rep.http_status, rep.vllm_version, rep.error) == (200, "0.30.1.dev3+gced6857af", None)
+    assert not hasattr(rep, "commit")
 
 
 def test_teardown_kills_a_worker_that_ignores_term_after_its_budget(tmp_path: Path) -> None:
@@ -294,18 +286,18 @@ def test_endpoint_mode_sync_api_and_commit_check(tmp_path: Path) -> None:
     bundle = tmp_path / "orig.bundle"
     seal_campaign(camp, bundle)
     with (
-        running_server("--commit", BASELINE_COMMIT, "--latency", "0.05") as base,
-        running_server("--commit", BASELINE_COMMIT, "--latency", "0.05") as wrong,
-        running_server("--commit", CANDIDATE_COMMIT, "--latency", "0.05") as cand,
+        running_server("--latency", "0.05", "--vllm-version", "0.30.1.dev3+gc7f56f015") as base,
+        running_server("--latency", "0.05") as cand,
     ):
-        mismatch = RerunOptions(
-            endpoints={"baseline": base.url, "candidate": wrong.url}, trust=Trust.allow_unsigned()
-        )
-        with pytest.raises(UsageError, match="reports c7f56f0"):
-            run_rerun(bundle, tmp_path / "bad", mismatch)
+        endpoints = {"baseline-1": base.url, "candidate": cand.url}
+        # Endpoint mode cannot verify a runtime commit, not even from a vLLM dev build whose
+        # version happens to carry the arm's commit prefix: refused without the override.
+        refused = RerunOptions(endpoints=endpoints, trust=Trust.allow_unsigned())
+        with pytest.raises(UsageError, match="runtime commit unverified: endpoint mode"):
+            run_rerun(bundle, tmp_path / "bad", refused)
         assert not (tmp_path / "bad").exists()  # nothing was written
         ok = RerunOptions(
-            endpoints={"baseline-1": base.url, "candidate": cand.url}, trust=Trust.allow_unsigned()
+            endpoints=endpoints, trust=Trust.allow_unsigned(), allow_unverified_commit=True
         )
         result = run_rerun(bundle, tmp_path / "rerun", ok)
     assert result.status == "accepted", result.reason
@@ -313,13 +305,16 @@ def test_endpoint_mode_sync_api_and_commit_check(tmp_path: Path) -> None:
         json.loads(line)
         for line in (tmp_path / "rerun" / "receipts.jsonl").read_text().splitlines()
     ]
-    assert [(r["server"], r["status"], r["server_inference_s"]) for r in rows] == [
+    assert [(r["server"], r["status"], r["server_inference_time_s"]) for r in rows] == [
         ("baseline-1", "ok", 0.05),
         ("candidate-1", "ok", 0.05),
     ]
     assert (tmp_path / "rerun" / "worker_exits.jsonl").read_text() == ""
     record = json.loads((tmp_path / "rerun" / "rerun" / "rerun-1.json").read_text())
-    assert record["mode"] == "endpoint" and record["slots"][0]["version"]["verdict"] == "verified"
+    runtime = record["slots"][0]["version"]
+    assert record["mode"] == "endpoint"
+    assert (runtime["verdict"], runtime["runtime_commit"]) == ("unverified", None)
+    assert runtime["vllm_version"] == "0.30.1.dev3+gc7f56f015"
 
 
 def test_rerun_refuses_a_directory_it_did_not_write(tmp_path: Path) -> None:
@@ -349,6 +344,7 @@ def test_a_server_that_cannot_be_launched_rejects_the_attempt(tmp_path: Path) ->
         launch_command=str(tmp_path / "no-such-runtime") + " --port {port}",
         trust=Trust.allow_unsigned(),
         telemetry="none",
+        allow_unverified_commit=True,
     )
     result = run_rerun(tmp_path / "orig.bundle", tmp_path / "rerun", opts)
     assert result.status == "rejected"

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bundler.campaign.detectable import DetectableDifference, ServerSpread, detectable_difference
+from bundler.campaign.plan_omni import omni_findings
 from bundler.campaign.plan_result import (
     LEVELS,
     Finding,
@@ -480,6 +481,7 @@ def check_plan(
             )
         )
     if t is None:
+        r.findings += omni_findings(plan)
         return PlanCheckResult(plan_id, tuple(r.findings), reservation=res, detectable=detectable)
     budgets, expected = _budgets(plan, slots, t, r)
     scenarios: list[StuckScenario] = []
@@ -508,6 +510,8 @@ def check_plan(
     ]
     if elapsed_s:
         assumptions.append(f"{seconds_text(elapsed_s)} of the reservation used before position 1")
+    # After every timing finding, so their order is kept: what the server would do with the request.
+    r.findings += omni_findings(plan)
     timeouts = {
         "request_s": t.request,
         "wave_s": t.wave,

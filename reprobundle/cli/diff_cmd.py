@@ -13,6 +13,7 @@ import click
 
 from bundler.errors import EXIT_DIFFERS, EXIT_OK
 from reprobundle.cli.common import (
+    QUIET,
     cli_errors,
     emit_json,
     examples,
@@ -22,6 +23,7 @@ from reprobundle.cli.common import (
     say,
     say_lines,
     trust_options,
+    verbosity_options,
     verdict,
 )
 
@@ -56,6 +58,7 @@ DIFF_EXIT_HELP = exits(
     show_default=True,
     help="text for a terminal; md for a pull-request comment.",
 )
+@verbosity_options
 @json_option
 def diff_command(
     old: Path,
@@ -64,6 +67,7 @@ def diff_command(
     trusted_keys: Path | None,
     allow_unsigned: bool,
     fmt: str,
+    verbosity: int,
     as_json: bool,
 ) -> None:
     """Show what changed from OLD to NEW: verdict, gates and plan, tables, members,
@@ -97,5 +101,8 @@ def diff_command(
             head = lines[first]
             word = headline(result)
             say(head[: len(head) - len(word)], verdict(word, tone))
-            say_lines(lines[first + 1 :])
+            # -q: a loosened gate (an alert) and the headline only; -v adds nothing,
+            # the default already lists every change up to the diff's limits.
+            if verbosity > QUIET:
+                say_lines(lines[first + 1 :])
     sys.exit(code)

@@ -32,6 +32,7 @@ from reprobundle.cli.plan_cmd import plan_group
 from reprobundle.cli.replay_cmd import replay_command
 from reprobundle.cli.report_cmd import report_command
 from reprobundle.cli.rerun_cmd import rerun_command
+from reprobundle.cli.run_cmd import run_command
 from reprobundle.cli.seal_cmd import seal_command
 from reprobundle.cli.sign_cmd import sign_command
 from reprobundle.cli.verify_cmd import verify_command
@@ -82,6 +83,7 @@ for _command in (
     report_command,
     plan_group,
     rerun_command,
+    run_command,
     import_command,
     init_command,
     export_command,

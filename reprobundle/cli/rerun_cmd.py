@@ -39,12 +39,14 @@ Exit codes:
   0  the attempt was accepted: every arm position ran and every request succeeded
   1  integrity: the bundle does not verify, or is not trusted (--key / --allow-unsigned)
   2  usage: bad arguments, bundle missing, a missing target or input, an input path
-     outside --inputs, --launch without --launch-command or --run-bundle-launch-command, a plan
-     launch.<arm>.env variable refused for your --launch-command, a runtime
-     commit mismatch at an endpoint (nothing was started or written)
+     outside --inputs, --launch without --launch-command or --run-bundle-launch-command,
+     a plan launch.<arm>.env variable refused for your --launch-command, endpoint mode
+     (whose runtime commit cannot be verified) without --allow-unverified-commit
+     (nothing was started or written)
   3  the attempt was interrupted (reservation watchdog, SIGTERM, SIGINT), or I/O error
   4  the attempt was rejected: a request failed or timed out, a server did not start,
-     or a launched server reported another runtime commit
+     or the launch environment's vllm-omni is at another commit (or records none,
+     without --allow-unverified-commit)
 """
 
 _EXIT_REJECTED = 4
@@ -243,7 +245,10 @@ def _show_result(result: RerunResult, as_json: bool, verbosity: int) -> None:
 @click.option(
     "--allow-unverified-commit",
     is_flag=True,
-    help="Run against a server that does not report its runtime commit (recorded as unverified).",
+    help=(
+        "Run where the runtime commit cannot be verified: every endpoint, or a launch "
+        "environment whose vllm-omni records no commit (recorded as unverified)."
+    ),
 )
 @trust_options("Rerun a bundle no trusted key signed.")
 @click.option(

@@ -24,14 +24,20 @@ __all__ = [
     "BASELINE_COMMIT",
     "CANDIDATE_COMMIT",
     "LATENCY_S",
+    "RUNTIMES",
     "SEALED_E2E",
     "campaign_plan",
     "tiny_png",
+    "with_runtimes",
     "write_campaign",
 ]
 
 BASELINE_COMMIT = "c7f56f0155953c7d4a77276a2f4fcbd844ab0da2"
 CANDIDATE_COMMIT = "098b51f6b96dd160a0959e74e8822422527ff06d"
+
+RUNTIMES = {arm: f"tests/reference_server/runtimes/{arm}" for arm in ("baseline", "candidate")}
+"""Per arm, a folder (relative to the repository root, the launch's working directory)
+holding a vllm-omni distribution's metadata at the arm's commit."""
 
 LATENCY_S = {"baseline": 0.60, "candidate": 0.20}
 """The reference server's latency per arm: the "true" effect is 0.60 / 0.20 = 3x."""
@@ -84,6 +90,8 @@ def campaign_plan(**overrides: Any) -> dict[str, Any]:
                 "size": "64x64",
                 "seed": 42,
                 "generate_sound": True,
+                # Explicit: an image-only reference on a combined H3 server would run FL2VA.
+                "extra_params": {"task": "ref2va"},
             },
         },
         "timeouts": {"request_s": 2.5, "wave_s": 20},
@@ -103,8 +111,8 @@ def campaign_plan(**overrides: Any) -> dict[str, Any]:
                 "{port}",
                 "--server",
                 "{server}",
-                "--commit",
-                "{commit}",
+                "--served-model-name",
+                "{model}",
                 "--workers",
                 "2",
                 "--max-lifetime",
@@ -116,6 +124,18 @@ def campaign_plan(**overrides: Any) -> dict[str, Any]:
         },
     }
     plan.update(overrides)
+    return plan
+
+
+def with_runtimes(plan: dict[str, Any]) -> dict[str, Any]:
+    """``plan`` with each arm's launch environment holding its vllm-omni at the arm's commit.
+
+    Metadata only (``runtimes/README.md``), put on ``PYTHONPATH`` by
+    ``launch.<arm>.env``, which launch mode verifies; a plan that sets
+    ``PYTHONPATH`` runs only with ``--run-bundle-launch-command``.
+    """
+    for arm, folder in RUNTIMES.items():
+        plan["launch"][arm]["env"] = {"PYTHONPATH": folder}
     return plan
 
 

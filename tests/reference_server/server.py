@@ -1,23 +1,32 @@
 """The reference server: the vLLM-Omni video API subset on loopback, for rerun tests.
 
-Endpoints (``docs/rerun.md``):
+It answers as vLLM-Omni 0.30.0's API server does wherever the rerun client
+depends on it (facts from the ``vllm-omni==0.30.0`` wheel, cited beside each
+rule here and in ``form.py``; ``docs/rerun.md`` lists them):
 
 - ``GET /health``: 200 once ready.
-- ``GET /version``: ``{"version": "0.0.0.dev0+g<commit[:9]>", "commit": <commit>}``
-  (``--version-style`` ``json`` and ``scm`` report one of the two; ``header``
-  puts the commit in ``X-Runtime-Commit`` only; ``none`` reports nothing).
-- ``POST /v1/videos`` (multipart or JSON): creates a job that completes
-  ``--latency`` seconds later; ``GET /v1/videos/{id}`` polls it;
-  ``GET /v1/videos/{id}/content`` downloads a real MP4 (video + AAC audio);
-  ``DELETE /v1/videos/{id}`` removes it.
+- ``GET /version``: vLLM's route, ``{"version": <vLLM's version>}`` only
+  (``--vllm-version``): no runtime commit of vLLM-Omni is reported over HTTP.
+- ``POST /v1/videos`` (multipart only, validated as ``form.py`` says, model
+  name checked against ``--served-model-name``): creates a ``video_gen_...``
+  job that completes ``--latency`` seconds later; ``GET /v1/videos/{id}``
+  polls it with the full ``VideoResponse`` (a failed job with its error's own
+  HTTP status); ``GET /v1/videos/{id}/content`` downloads a real MP4 (video +
+  AAC audio), 404 before completion, 422 for a failed job;
+  ``DELETE /v1/videos/{id}`` removes a job in any state.
 - ``POST /v1/videos/sync``: waits ``--latency``, returns the MP4 with
-  ``X-Request-Id``, ``X-Inference-Time-S`` and ``X-Peak-Memory-MB``.
+  ``X-Request-Id``, ``X-Model``, ``X-Inference-Time-S``, ``X-Stage-Durations``
+  and ``X-Peak-Memory-MB``.
+- Errors: vLLM's body ``{"error": {"message", "type", "param", "code"}}``.
+- The task each request runs is resolved as the H3 pipeline does
+  (``form.resolve_task``); ``--task-type ref2va`` makes a Ref2VA-only server,
+  which fails any other task (HTTP 400 at the status poll).
 
 It spawns ``--workers`` child processes (stand-ins for per-NPU workers) and on
 SIGTERM forwards TERM to them and exits 0 at once, without waiting for them
 (so a supervising rerun, as child subreaper, reaps them and sees their
 status). Faults: ``--hang-requests 2`` never completes the second generation
-request; ``--fail-requests`` makes one fail; ``--ignore-term-workers 1``
+request; ``--fail-requests`` makes one fail (HTTP 500); ``--ignore-term-workers 1``
 makes worker 1 ignore TERM. The same faults can come from the environment
 variable ``REFSERVER_FAULTS``: JSON ``{server name: {"hang_requests": [...],
 "fail_requests": [...], "ignore_term_workers": [...]}}``.
@@ -44,12 +53,12 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from email.parser import BytesParser
-from email.policy import HTTP
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType
 from typing import Any
+
+from tests.reference_server.form import FormError, error_body, parse_video_form, resolve_task
 
 __all__ = ["Config", "main", "shared_cache_file"]
 
@@ -57,6 +66,10 @@ EXIT_STOPPED_BY_ITSELF = 3
 _MAX_BODY = 16 << 20
 _WORKER_START_S = 30.0
 _JOB_PATH = re.compile(r"^/v1/videos/([A-Za-z0-9_-]{1,100})(/content)?$")
+_STAGES = {"text_encode": 0.01, "denoise": 0.05, "vae_decode": 0.02}
+"""The stage durations the server reports (the real pipeline's profiler names differ)."""
+_PEAK_MB = 1234.5
+_TASKS_OF = {"combined": frozenset({"t2va", "fl2va", "ref2va"}), "ref2va": frozenset({"ref2va"})}
 
 
 @dataclass
@@ -66,8 +79,9 @@ class Config:
     host: str = "127.0.0.1"
     port: int = 0
     server: str = "reference"
-    commit: str = "0" * 40
-    version_style: str = "both"
+    vllm_version: str = "0.30.0"
+    served_model_name: str = "reference-omni"
+    task_type: str = "combined"
     latency_s: float = 0.1
     workers: int = 2
     max_lifetime_s: float = 120.0
@@ -94,7 +108,8 @@ class Job:
     fields: dict[str, str]
     reference: bytes
     hang: bool
-    fail: bool
+    failure: tuple[int, str] | None
+    task: str
 
 
 class State:
@@ -108,6 +123,59 @@ class State:
         self.requests = 0
         self.stop = threading.Event()
         self.media: dict[tuple[str, str, bytes], bytes] = {}
+        self.deleted: list[str] = []
+        self.supported_tasks = _TASKS_OF[cfg.task_type]
+
+    def job_doc(self, job: Job) -> dict[str, Any]:
+        """The job as ``VideoResponse`` (``protocol/videos.py:372-429``) at this moment."""
+        elapsed = time.monotonic() - job.created
+        latency = self.cfg.latency_s
+        done = not job.hang and elapsed >= latency
+        status = ("failed" if job.failure else "completed") if done else "in_progress"
+        progress = min(99, int(100 * elapsed / latency)) if latency else 0
+        doc: dict[str, Any] = {
+            "model": self.cfg.served_model_name,
+            "prompt": job.fields.get("prompt", ""),
+            "id": job.id,
+            "object": "video",
+            "status": status,
+            "size": job.fields.get("size"),
+            "progress": 100 if status == "completed" else progress,
+            "seconds": job.fields.get("seconds", "4"),
+            "quality": job.fields.get("quality", "default"),
+            "completed_at": None,
+            "created_at": job.created_unix,
+            "remixed_from_video_id": None,
+            "error": None,
+            "media_type": "video/mp4",
+            "expires_at": None,
+            "file_name": None,
+            "inference_time_s": None,
+            "fps": float(self.cfg.fps),
+            "num_frames": None,
+            "duration_s": None,
+            "metrics": None,
+            "stage_durations": {},
+            "peak_memory_mb": 0.0,
+            "action": None,
+        }
+        if status == "in_progress":
+            return doc
+        # helpers.py:434-481: what a finished job's record gains.
+        doc["completed_at"] = job.created_unix + max(1, round(latency))
+        doc["inference_time_s"] = latency
+        if job.failure is not None:
+            doc["error"] = {"code": job.failure[0], "message": job.failure[1]}
+            return doc
+        frames = round(self.cfg.seconds * self.cfg.fps)
+        doc.update(
+            file_name=f"{job.id}.mp4",
+            num_frames=frames,
+            duration_s=frames / self.cfg.fps,
+            stage_durations=dict(_STAGES),
+            peak_memory_mb=_PEAK_MB,
+        )
+        return doc
 
     def count_request(self) -> bool:
         """Count one HTTP request; False once the request budget is spent."""
@@ -179,34 +247,8 @@ def _shared_cache_path(key: tuple[str, str, bytes], cfg: Config) -> Path | None:
     return None if not folder else shared_cache_file(Path(folder), *key, cfg)
 
 
-def parse_form(content_type: str, body: bytes) -> tuple[dict[str, str], bytes]:
-    """Form fields and the ``input_reference`` file bytes of a multipart or JSON body."""
-    if content_type.startswith("application/json"):
-        doc = json.loads(body or b"{}")
-        if not isinstance(doc, dict):
-            raise ValueError("JSON body must be an object")
-        return {k: v if isinstance(v, str) else json.dumps(v) for k, v in doc.items()}, b""
-    if not content_type.startswith("multipart/form-data"):
-        raise ValueError(f"unsupported content type {content_type!r}")
-    head = f"Content-Type: {content_type}\r\nMIME-Version: 1.0\r\n\r\n".encode()
-    msg = BytesParser(policy=HTTP).parsebytes(head + body)
-    fields: dict[str, str] = {}
-    reference = b""
-    for part in msg.iter_parts():
-        name = part.get_param("name", header="content-disposition")
-        data = part.get_payload(decode=True)
-        if not isinstance(name, str) or not isinstance(data, bytes):
-            continue
-        if part.get_filename() is not None:
-            if name == "input_reference":
-                reference = data
-        else:
-            fields[name] = data.decode("utf-8")
-    return fields, reference
-
-
 class Handler(BaseHTTPRequestHandler):
-    """The API subset."""
+    """The API subset, answering as vLLM-Omni 0.30.0 does where the rerun client depends on it."""
 
     server_version = "reference-omni/1"
     state: State  # set on the subclass made per server
@@ -228,33 +270,14 @@ class Handler(BaseHTTPRequestHandler):
     def _json(self, status: int, doc: Any, headers: dict[str, str] | None = None) -> None:
         self._send(status, json.dumps(doc).encode(), "application/json", headers)
 
-    def _error(self, status: int, message: str) -> None:
-        self._json(status, {"error": {"message": message, "code": status}})
+    def _error(self, status: int, message: str, param: str | None = None) -> None:
+        self._json(status, error_body(status, message, param))
 
     def _body(self) -> bytes:
         n = int(self.headers.get("Content-Length") or 0)
         if n > _MAX_BODY:
-            raise ValueError("body too large")
+            raise FormError(413, "body too large")
         return self.rfile.read(n)
-
-    def _job_doc(self, job: Job) -> dict[str, Any]:
-        elapsed = time.monotonic() - job.created
-        latency = self.state.cfg.latency_s
-        done = not job.hang and elapsed >= latency
-        status = ("failed" if job.fail else "completed") if done else "in_progress"
-        doc: dict[str, Any] = {
-            "id": job.id,
-            "object": "video",
-            "status": status,
-            "model": job.fields.get("model", ""),
-            "created_at": job.created_unix,
-            "progress": 100 if done else min(99, int(100 * elapsed / latency)) if latency else 0,
-            "seconds": job.fields.get("seconds", ""),
-            "size": job.fields.get("size", ""),
-        }
-        if status == "failed":
-            doc["error"] = {"code": "injected_failure", "message": "reference server fault"}
-        return doc
 
     def _guard(self) -> bool:
         if not self.state.count_request():
@@ -266,43 +289,44 @@ class Handler(BaseHTTPRequestHandler):
         """Health, version, job status and content."""
         if not self._guard():
             return
-        cfg = self.state.cfg
         if self.path == "/health":
-            self._send(200, b"ok", "text/plain")
+            self._send(200, b"", "application/json")
             return
         if self.path == "/version":
-            doc: dict[str, Any] = {}
-            if cfg.version_style in ("both", "scm"):
-                doc["version"] = f"0.0.0.dev0+g{cfg.commit[:9]}"
-            if cfg.version_style in ("both", "json"):
-                doc["commit"] = cfg.commit
-            if cfg.version_style == "none":
-                doc["version"] = "0.0.0"
-            headers = {"X-Runtime-Commit": cfg.commit} if cfg.version_style == "header" else None
-            self._json(200, doc, headers)
+            # vLLM's route (vLLM-Omni defines none): vLLM's own version, nothing else
+            # (vllm 0.30.0, vllm/entrypoints/serve/instrumentator/basic.py:53-56).
+            self._json(200, {"version": self.state.cfg.vllm_version})
             return
         m = _JOB_PATH.match(self.path)
         job = self.state.jobs.get(m.group(1)) if m else None
         if m is None or job is None:
-            self._error(404, "no such video")
+            self._error(404, "Video not found")
             return
-        doc = self._job_doc(job)
+        doc = self.state.job_doc(job)
         if not m.group(2):
-            self._json(200, doc)
+            if doc["status"] == "failed":
+                # api_server.py:2832-2840: a failed job is polled with its error's own status.
+                self._json(int(doc["error"]["code"]), doc)
+            else:
+                self._json(200, doc)
+        elif doc["status"] == "failed":
+            self._error(422, "Video generation failed. Check job status for error details.")
         elif doc["status"] != "completed":
-            self._error(409, f"video is {doc['status']}")
+            self._error(404, "Generation is still in-progress")
         else:
             self._send(200, self.state.mp4(job.fields, job.reference), "video/mp4")
 
     def do_DELETE(self) -> None:
-        """Remove a job."""
+        """Remove a job, whatever its state (api_server.py:2848-2915)."""
         if not self._guard():
             return
         m = _JOB_PATH.match(self.path)
         with self.state.lock:
             job = self.state.jobs.pop(m.group(1), None) if m and not m.group(2) else None
+            if job is not None:
+                self.state.deleted.append(job.id)
         if job is None:
-            self._error(404, "no such video")
+            self._error(404, "Video not found")
             return
         self._json(200, {"id": job.id, "object": "video.deleted", "deleted": True})
 
@@ -311,47 +335,64 @@ class Handler(BaseHTTPRequestHandler):
         if not self._guard():
             return
         if self.path not in ("/v1/videos", "/v1/videos/sync"):
-            self._error(404, "unknown endpoint")
+            self._error(404, "Not Found")
             return
+        cfg = self.state.cfg
         try:
-            fields, reference = parse_form(self.headers.get("Content-Type", ""), self._body())
-        except ValueError as exc:
-            self._error(400, str(exc))
-            return
-        if not fields.get("prompt"):
-            self._error(400, "prompt is required")
+            form = parse_video_form(
+                self.headers.get("Content-Type", ""), self._body(), cfg.served_model_name
+            )
+        except FormError as exc:
+            self._error(exc.status, exc.message, exc.param)
             return
         n, hang, fail = self.state.next_generation()
+        task = resolve_task(form, cfg.task_type)
+        failure = None
+        if fail:
+            failure = (500, "reference server fault")
+        elif task not in self.state.supported_tasks:
+            failure = (
+                400,
+                f"checkpoint partition {cfg.task_type!r} supports "
+                f"{sorted(self.state.supported_tasks)}, got task={task!r}",
+            )
+        prefix = "video_gen_" if self.path == "/v1/videos" else "video_sync-"
         job = Job(
-            f"video_{n:04d}_{uuid.uuid4().hex[:12]}",
+            f"{prefix}{n:04d}{uuid.uuid4().hex[:20]}",
             time.monotonic(),
             int(time.time()),
-            fields,
-            reference,
+            form.fields,
+            b"".join(u.data for u in form.references),
             hang,
-            fail,
+            failure,
+            task,
         )
+        sys.stderr.write(f"{cfg.server}: {job.id} task={task}\n")
         if self.path == "/v1/videos":
             with self.state.lock:
                 self.state.jobs[job.id] = job
-            self._json(200, {**self._job_doc(job), "status": "queued"})
+            self._json(200, {**self.state.job_doc(job), "status": "queued", "progress": 0})
             return
         self._sync(job)
 
     def _sync(self, job: Job) -> None:
         # A hung request waits until the server stops; a normal one, its latency.
-        wait = self.state.cfg.max_lifetime_s if job.hang else self.state.cfg.latency_s
+        cfg = self.state.cfg
+        wait = cfg.max_lifetime_s if job.hang else cfg.latency_s
         if self.state.stop.wait(wait):
             self._error(503, "server stopping")
             return
-        if job.fail:
-            self._error(500, "reference server fault")
+        if job.failure is not None:
+            self._error(*job.failure)
             return
         data = self.state.mp4(job.fields, job.reference)
+        # api_server.py:2770-2779: the sync route's metadata headers.
         headers = {
             "X-Request-Id": job.id,
-            "X-Inference-Time-S": f"{self.state.cfg.latency_s:.3f}",
-            "X-Peak-Memory-MB": "1234.5",
+            "X-Model": cfg.served_model_name,
+            "X-Inference-Time-S": f"{cfg.latency_s:.3f}",
+            "X-Stage-Durations": json.dumps(_STAGES, separators=(",", ":")),
+            "X-Peak-Memory-MB": f"{_PEAK_MB:.3f}",
         }
         self._send(200, data, "video/mp4", headers)
 
@@ -446,10 +487,9 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--server", default="reference")
-    ap.add_argument("--commit", default="0" * 40)
-    ap.add_argument(
-        "--version-style", choices=["both", "json", "scm", "header", "none"], default="both"
-    )
+    ap.add_argument("--vllm-version", default="0.30.0", help="what GET /version reports")
+    ap.add_argument("--served-model-name", default="reference-omni")
+    ap.add_argument("--task-type", choices=sorted(_TASKS_OF), default="combined")
     ap.add_argument("--latency", type=float, default=0.1)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--max-lifetime", type=float, default=120.0)
@@ -471,8 +511,9 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
         host=a.host,
         port=a.port,
         server=a.server,
-        commit=a.commit,
-        version_style=a.version_style,
+        vllm_version=a.vllm_version,
+        served_model_name=a.served_model_name,
+        task_type=a.task_type,
         latency_s=a.latency,
         workers=a.workers,
         max_lifetime_s=a.max_lifetime,
