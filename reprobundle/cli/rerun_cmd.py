@@ -25,6 +25,7 @@ from reprobundle.cli.common import (
     trust_options,
     verbosity_options,
 )
+from reprobundle.cli.runner_options import server_options
 
 if TYPE_CHECKING:
     from bundler.verified import VerifiedBundle
@@ -189,13 +190,6 @@ def _show_result(result: RerunResult, as_json: bool, verbosity: int) -> None:
     help="Rerun campaign directory (created, or an earlier rerun of the same bundle to add to).",
 )
 @click.option(
-    "--endpoint",
-    "endpoints",
-    multiple=True,
-    metavar="NAME=URL",
-    help="A running server for a server name or an arm id (repeatable).",
-)
-@click.option(
     "--launch",
     is_flag=True,
     help="Start each server here: from --launch-command, or from the plan's own launch "
@@ -218,37 +212,11 @@ def _show_result(result: RerunResult, as_json: bool, verbosity: int) -> None:
     "--launch-command.",
 )
 @click.option(
-    "--launch-cwd",
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
-    help="Working directory of launched servers (default: the current one).",
-)
-@click.option(
-    "--env", "env", multiple=True, metavar="KEY=VALUE", help="Environment of launched servers."
-)
-@click.option(
     "--inputs",
     "inputs",
     multiple=True,
     type=click.Path(file_okay=False, exists=True, path_type=Path),
     help="Folder holding input files the payload names and the bundle does not carry.",
-)
-@click.option(
-    "--telemetry",
-    type=click.Choice(["npu-smi", "nvidia-smi", "none"]),
-    help="Telemetry source (default: the plan's telemetry.source).",
-)
-@click.option(
-    "--telemetry-command",
-    metavar="CMD",
-    help="Command line replacing the telemetry tool's (same output format).",
-)
-@click.option(
-    "--allow-unverified-commit",
-    is_flag=True,
-    help=(
-        "Run where the runtime commit cannot be verified: every endpoint, or a launch "
-        "environment whose vllm-omni records no commit (recorded as unverified)."
-    ),
 )
 @trust_options("Rerun a bundle no trusted key signed.")
 @click.option(
@@ -263,6 +231,7 @@ def _show_result(result: RerunResult, as_json: bool, verbosity: int) -> None:
 @click.option(
     "--dry-run", is_flag=True, help="Show the schedule, commands and estimate; run nothing."
 )
+@server_options
 @verbosity_options
 @json_option
 def rerun_command(

@@ -24,6 +24,7 @@ from reprobundle.cli.common import (
     verbosity_options,
 )
 from reprobundle.cli.rerun_cmd import _no_event, _pairs, _show_dry_run, _show_event
+from reprobundle.cli.runner_options import server_options
 
 if TYPE_CHECKING:
     from rerun.runner import RerunResult
@@ -61,8 +62,8 @@ def _show_result(result: RerunResult, as_json: bool, verbosity: int) -> None:
 @click.command(
     "run",
     epilog=examples(
-        "bundle run plan.json -o campaign --arm baseline=c7f56f0 --arm candidate=098b51f "
-        "--campaign-id h3-cache --launch --dry-run",
+        "bundle run campaign/plans/reference-ab.json -o first-run --arm baseline=c7f56f0 "
+        "--arm candidate=098b51f --campaign-id h3-cache --launch --inputs campaign --dry-run",
     )
     + RUN_EXIT_HELP,
 )
@@ -88,13 +89,6 @@ def _show_result(result: RerunResult, as_json: bool, verbosity: int) -> None:
 )
 @click.option("--baseline", help="The baseline arm (default: the first of arm_order).")
 @click.option(
-    "--endpoint",
-    "endpoints",
-    multiple=True,
-    metavar="NAME=URL",
-    help="A running server for a server name or an arm id (repeatable).",
-)
-@click.option(
     "--launch",
     is_flag=True,
     help="Start each server here: from --launch-command, else from the plan's own launch "
@@ -102,30 +96,11 @@ def _show_result(result: RerunResult, as_json: bool, verbosity: int) -> None:
 )
 @click.option("--launch-command", metavar="TEMPLATE", help="As for bundle rerun.")
 @click.option(
-    "--launch-cwd",
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
-    help="Working directory of launched servers (default: the current one).",
-)
-@click.option(
-    "--env", "env", multiple=True, metavar="KEY=VALUE", help="Environment of launched servers."
-)
-@click.option(
     "--inputs",
     "inputs",
     multiple=True,
     type=click.Path(file_okay=False, exists=True, path_type=Path),
     help="Folder holding the input files the payload names.",
-)
-@click.option(
-    "--telemetry",
-    type=click.Choice(["npu-smi", "nvidia-smi", "none"]),
-    help="Telemetry source (default: the plan's telemetry.source).",
-)
-@click.option("--telemetry-command", metavar="CMD", help="Replaces the telemetry tool's command.")
-@click.option(
-    "--allow-unverified-commit",
-    is_flag=True,
-    help="Run where the runtime commit cannot be verified (recorded as unverified).",
 )
 @click.option(
     "--reservation-used",
@@ -135,6 +110,7 @@ def _show_result(result: RerunResult, as_json: bool, verbosity: int) -> None:
 )
 @click.option("--accelerator", help="What the run ran on, for campaign.json.")
 @click.option("--dry-run", is_flag=True, help="Show the schedule and commands; run nothing.")
+@server_options
 @verbosity_options
 @json_option
 def run_command(
