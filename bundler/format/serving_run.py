@@ -67,6 +67,9 @@ class ServingRun:
             values (AIPerf: ``itl``); claims on it are unverifiable.
         times_ns: per request, (start, end) on the client's wall clock in ns, when
             the source records both for every request (AIPerf); else None.
+        tool_values: latency kind -> per-request values (seconds) as the tool itself
+            defines them, NaN where it has none (inference-perf's TPOT and TTFT); replay
+            uses them instead of the vLLM derivation from ``latencies`` and ``ttfts``.
     """
 
     source: str
@@ -88,6 +91,7 @@ class ServingRun:
     meta: dict[str, Any] = field(default_factory=dict)
     unrecorded: dict[str, str] = field(default_factory=dict)
     times_ns: npt.NDArray[np.int64] | None = None
+    tool_values: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
 
     @property
     def n(self) -> int:

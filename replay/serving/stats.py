@@ -100,6 +100,10 @@ class RunStats:
         why = _missing(r, latency)
         if why is not None:
             return why
+        own = r.tool_values.get(latency)
+        if own is not None:
+            # The tool's own per-request definition (NaN: the tool has no value there).
+            return own[r.ok & ~np.isnan(own)]
         if latency == "ttft":
             return r.ttfts[r.ok]
         if latency == "itl":
