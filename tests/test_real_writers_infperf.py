@@ -308,6 +308,10 @@ def test_configs_it_cannot_split_or_does_not_read_are_refused() -> None:
     bomb = b"a: &x [1, 2]\nb: *x\n"
     assert "aliases" in _problem(run, config=bomb)[3]
     assert "not YAML" in _problem(run, config=b"load: [\n")[3]
+    deep = _problem(run, config=b"a: " + b"[" * 5_000 + b"]" * 5_000)[3]
+    assert "too deeply" in deep or "not YAML" in deep
+    assert "larger than" in _problem(run, config=b"#" * (ip.CONFIG_MAX_BYTES + 1))[3]
+    assert _problem(run, config=b"- 1\n")[3].startswith("expected a YAML mapping")
 
 
 def test_hostile_entries_are_located() -> None:

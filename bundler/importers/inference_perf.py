@@ -132,7 +132,15 @@ def _json(data: bytes, where: str) -> Any:
         raise _fail(where, None, msg) from exc
 
 
+CONFIG_MAX_BYTES = 1 << 20
+"""inference-perf's resolved config is a few KB; the pure-Python YAML parser is slow on
+a large hostile one, so a config is bounded far below an import source."""
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _config(data: bytes, where: str) -> dict[str, Any]:
+    if len(data) > CONFIG_MAX_BYTES:
+        raise _fail(where, None, f"{len(data)} bytes: larger than any inference-perf config")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -140,12 +148,14 @@ def _config(data: bytes, where: str) -> dict[str, Any]:
     try:
         # The writer (yaml.dump of a model) never writes aliases; refusing them bounds the
         # work a hostile file can cause ("billion laughs").
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        for event in yaml.parse(text, Loader=_YAML_LOADER):
             if isinstance(event, yaml.AliasEvent):
                 raise _fail(where, None, "YAML aliases are not written by inference-perf")
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=_YAML_LOADER)  # noqa: S506  # a safe loader
     except yaml.YAMLError as exc:
         raise _fail(where, None, f"not YAML: {str(exc).splitlines()[0]}") from None
+    except RecursionError:
+        raise _fail(where, None, "nested too deeply for a config") from None
     if not isinstance(doc, dict):
         raise _fail(where, None, "expected a YAML mapping (inference-perf's config report)")
     return doc
