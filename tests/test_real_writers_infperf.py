@@ -4,7 +4,8 @@
 CONFIG`` 0.7.0 (from PyPI, on Python 3.11 with ``--ignore-requires-python``)
 wrote against ``fixtures/real_writers/server.py``: two arms (a slower server and
 a faster one that fails every 12th request), each at a constant arrival of 8
-requests/s and a Poisson arrival of 5 requests/s, one 2 s stage per run,
+requests/s and a Poisson arrival of 5 requests/s (one 2 s stage per run) and
+10 requests at concurrency 2,
 streamed completions, the per-request report on (``fixtures/real_writers/
 README.md`` says how). inference-perf is not installed here.
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import subprocess
 import sys
 from fractions import Fraction
@@ -33,8 +35,12 @@ from replay.serving.stats import RunStats, throughput
 
 HERE = Path(__file__).resolve().parent
 REAL = HERE / "fixtures" / "real_writers" / "inference-perf-0.7.0"
-RUNS = ("base-constant-r8", "base-poisson-r5", "cand-constant-r8", "cand-poisson-r5")
-LOAD_POINT = {"constant-r8": "r8-cnone", "poisson-r5": "r5-cnone"}
+RUNS = tuple(
+    f"{arm}-{lp}"
+    for arm in ("base", "cand")
+    for lp in ("constant-r8", "poisson-r5", "concurrent-c2")
+)
+LOAD_POINT = {"constant-r8": "r8-cnone", "poisson-r5": "r5-cnone", "concurrent-c2": "rinf-c2"}
 METRICS = {
     "time_to_first_token": "ttft",
     "time_per_output_token": "tpot",
@@ -101,7 +107,7 @@ def test_the_recording_is_inference_perf_0_7_0_as_described() -> None:
         stage = json.loads((REAL / run / "stage_0_lifecycle_metrics.json").read_text())
         assert stage["successes"] == _summary(run)["successes"]
     size = sum(p.stat().st_size for p in REAL.rglob("*") if p.is_file())
-    assert size < 500_000
+    assert size < 700_000
 
 
 # --- end to end: the real files through import, seal, replay ----------------------
@@ -262,12 +268,21 @@ def test_tpot_is_inference_perfs_first_to_last_token_not_vllms() -> None:
 
 
 def test_the_arrival_process_is_read_from_the_config() -> None:
+    want = {
+        "constant-r8": (8.0, None, None),
+        "poisson-r5": (5.0, None, None),
+        # inference-perf writes a runtime rate and duration into a concurrent stage too:
+        # the load point is its concurrency and request count, the rate "inf".
+        "concurrent-c2": (math.inf, 2, 10),
+    }
     for run in RUNS:
         r = _parse(run)
-        kind, rate = run.split("-")[1], float(run.split("-r")[1])
-        assert r.meta["arrival"] == kind
-        assert (r.request_rate, r.max_concurrency, r.num_prompts) == (rate, None, None)
-        assert r.load_point == LOAD_POINT[run.split("-", 1)[1]]
+        lp = run.split("-", 1)[1]
+        assert r.meta["arrival"] == lp.split("-")[0]
+        assert (r.request_rate, r.max_concurrency, r.num_prompts) == want[lp]
+        assert r.load_point == LOAD_POINT[lp]
+        if r.num_prompts is not None:
+            assert r.n == r.num_prompts
 
 
 def test_a_request_with_one_token_time_has_no_ttft_tpot_or_gaps() -> None:
