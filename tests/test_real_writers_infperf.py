@@ -329,6 +329,13 @@ def test_configs_it_cannot_split_or_does_not_read_are_refused() -> None:
     assert _problem(run, config=b"- 1\n")[3].startswith("expected a YAML mapping")
 
 
+def test_a_summary_that_is_not_inference_perfs_is_refused() -> None:
+    vllm = (HERE / "fixtures" / "real_writers" / "vllm-0.33.0" / "base-c2.json").read_bytes()
+    where, _, field, _ = _problem("base-constant-r8", summary=vllm)
+    assert where.endswith(ip.AGGREGATE_NAME) and field == "benchmark_time_seconds"
+    assert _problem("base-constant-r8", summary=b"[]")[3].startswith("expected an object")
+
+
 def test_hostile_entries_are_located() -> None:
     run = "cand-constant-r8"
 
