@@ -106,6 +106,10 @@ class ServingRun:
             ``tpot``, its per-record ``inter_token_latency``), for the tool's own
             goodput definition.
 
+        tool_values: latency kind -> per-request values (seconds) as the tool itself
+            defines them, NaN where it has none (inference-perf's TPOT and TTFT); replay
+            uses them instead of the vLLM derivation from ``latencies`` and ``ttfts``.
+
     An aggregates-only file (``detailed`` False) may still hold per-request
     ``latencies`` (vLLM 0.33 keeps them without ``--save-detailed``): they are kept,
     and ``ok`` is then all True when the file records no failed request (the file
@@ -134,6 +138,7 @@ class ServingRun:
     times_ns: npt.NDArray[np.int64] | None = None
     arrival: str = POISSON
     recorded_ms: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
+    tool_values: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
 
     @property
     def n(self) -> int:

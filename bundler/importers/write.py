@@ -28,14 +28,18 @@ from typing import Any
 from bundler._internal.userfile import IMPORT_SOURCE_MAX_BYTES, read_user_file
 from bundler.errors import Problem, UsageError
 from bundler.format.serving_run import POISSON, ServingRun, SourceError
-from bundler.importers import aiperf, vllm
+from bundler.importers import aiperf, inference_perf, vllm
 
 __all__ = ["FORMATS", "ImportResult", "import_campaign"]
 
-FORMATS = (vllm.FORMAT, aiperf.FORMAT)
+FORMATS = (vllm.FORMAT, aiperf.FORMAT, inference_perf.FORMAT)
 _ARM_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _SHA_RE = re.compile(r"^[0-9a-f]{7,64}$")
-_TOOL = {vllm.FORMAT: "vllm bench serve", aiperf.FORMAT: "aiperf profile"}
+_TOOL = {
+    vllm.FORMAT: "vllm bench serve",
+    aiperf.FORMAT: "aiperf profile",
+    inference_perf.FORMAT: "inference-perf",
+}
 _API = {
     "openai-chat": "openai-chat-completions",  # vLLM --backend
     "chat": "openai-chat-completions",  # AIPerf --endpoint-type
@@ -52,6 +56,7 @@ _NOT_RECORDED_BY = {
         "pooled inter-token gaps: " + aiperf.ITL_NOT_RECORDED + "; ITL claims are unverifiable",
         "server identity: metadata.worker_id names AIPerf's client worker, not the server",
     ),
+    inference_perf.FORMAT: inference_perf.NOT_RECORDED,
 }
 _THROUGHPUT = {
     "request_throughput": ("request_throughput", "requests/s"),
@@ -271,7 +276,8 @@ def _check_args(
 
 
 Carried = list[tuple[str, bytes]]
-"""The source's files as (name under ``sources/<arm>/``, bytes): one for vLLM, two for AIPerf."""
+"""The source's files as (name under ``sources/<arm>/``, bytes): one for vLLM, two for AIPerf,
+three for inference-perf (per-request, summary, config)."""
 
 
 def _read_source(path: Path) -> bytes:
@@ -292,6 +298,12 @@ def _read(fmt: str, path: Path, arm: str) -> tuple[ServingRun, Carried]:
             (f"{run.load_point}/{aiperf.RECORDS_NAME}", rdata),
             (f"{run.load_point}/{aiperf.AGGREGATE_NAME}", adata),
         ]
+    if fmt == inference_perf.FORMAT:
+        paths = inference_perf.locate(path)
+        blobs = [_read_source(p) for p in paths]
+        r, a, c = ((b, str(p)) for p, b in zip(paths, blobs, strict=True))
+        run = inference_perf.parse(r, a, c, arm)
+        return run, [(f"{run.load_point}/{p.name}", b) for p, b in zip(paths, blobs, strict=True)]
     data = _read_source(path)
     run = vllm.parse(data, str(path), arm)
     return run, [(f"{run.load_point}.json", data)]
@@ -402,6 +414,9 @@ def import_campaign(
         if len(rels) > 1:
             entry["aggregate_path"] = rels[1]
             entry["aggregate_sha256"] = hashlib.sha256(carried[1][1]).hexdigest()
+        if len(rels) > 2:
+            entry["config_path"] = rels[2]
+            entry["config_sha256"] = hashlib.sha256(carried[2][1]).hexdigest()
         index_sources.append(entry)
         load_points.setdefault(run.load_point, _load_point_doc(run))
         cited = replace_source(run, rels[0])

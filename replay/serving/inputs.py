@@ -17,7 +17,7 @@ from typing import Any
 
 from bundler.errors import BundleError
 from bundler.format.serving_run import ServingRun
-from bundler.importers import aiperf, vllm
+from bundler.importers import aiperf, inference_perf, vllm
 from replay.serving.stats import RunStats
 
 __all__ = ["INDEX", "PARSERS", "ServingData", "load_serving"]
@@ -44,10 +44,27 @@ def _parse(
         if adata is None:
             return f"{where}: an aiperf source needs its carried aggregate_path"
         return aiperf.parse(data, str(path), adata, str(agg), arm)
+    if fmt == inference_perf.FORMAT:
+        return _inference_perf(src, member, where, (data, str(path)), arm)
     parser = PARSERS.get(str(fmt))
     if parser is None:
         return f"{where}: unknown format {fmt!r}"
     return parser(data, str(path), arm)
+
+
+def _inference_perf(
+    src: dict[str, Any],
+    member: Callable[[str], bytes | None],
+    where: str,
+    records: tuple[bytes, str],
+    arm: str,
+) -> ServingRun | str:
+    agg, cfg = src.get("aggregate_path"), src.get("config_path")
+    adata = member(f"files/{agg}") if isinstance(agg, str) else None
+    cdata = member(f"files/{cfg}") if isinstance(cfg, str) else None
+    if adata is None or cdata is None:
+        return f"{where}: an inference-perf source needs its carried aggregate_path and config_path"
+    return inference_perf.parse(records, (adata, str(agg)), (cdata, str(cfg)), arm)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,9 @@ Definitions (``specs/claims-vocabulary.md``, "Serving statistics"), as vLLM's
 - Throughput: completed requests, output tokens (all requests; a failed one
   records 0), or prompt tokens of successful requests plus output tokens, each
   divided by the recorded duration.
+- A source whose tool defines TTFT or TPOT otherwise carries its own per-request
+  values (``ServingRun.tool_values``, NaN where the tool has none, left out):
+  inference-perf's TPOT is first to last token time over n - 1.
 - Goodput: successful requests whose TTFT, TPOT and E2EL are each at most the
   stated SLO (only the SLOs given; the SLO in ms is converted to the double
   nearest ``slo / 1000`` seconds, as vLLM does), divided by the duration.
@@ -102,6 +105,10 @@ class RunStats:
         why = _missing(r, latency)
         if why is not None:
             return why
+        own = r.tool_values.get(latency)
+        if own is not None:
+            # The tool's own per-request definition (NaN: the tool has no value there).
+            return own[r.ok & ~np.isnan(own)]
         if latency == "ttft":
             return r.ttfts[r.ok]
         if latency == "itl":

@@ -134,7 +134,7 @@ def import_command(
     verbosity: int,
     as_json: bool,
 ) -> None:
-    """Import a serving benchmark's result files (FORMAT: vllm, aiperf) as a campaign directory.
+    """Import a serving benchmark's results (FORMAT: vllm, aiperf, inference-perf) as a campaign.
 
     Every SOURCE must be assigned to an arm with --arm NAME=FILE (a file named only
     by --arm is a source too). The source files are carried verbatim; the
