@@ -119,6 +119,14 @@ NEGATIVE = [
     "https://example.test:8443/path",
     "AKIAIOSFODNN7EXAMPLEX",  # 17 characters after AKIA: not a key ID
     "task-abcdefghijklmnopqrstuvwxyz",
+    # What benchmark tools write under names ending in a keyword (inference-perf's
+    # per-request report and config.yaml): a measurement or an empty value, never a secret.
+    '"time_to_first_token": 0.055095890998927644,',
+    '"normalized_time_per_output_token": 1.5e-3}',
+    "api_key: null",
+    "token: None",
+    "cert_key: ~",
+    "ignore_token: false",
 ]
 
 

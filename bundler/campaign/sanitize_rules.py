@@ -94,6 +94,15 @@ URL_CREDENTIALS = re.compile(
     r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]{0,30}+://)"
     r"[^\s:/?#@\"'<>\\]*+:" + NOT_PLACEHOLDER + r"[^\s/?#@\"'<>\\]++@"
 )
+# An unquoted value that cannot be a credential: empty (null, None, ~), a boolean, or a
+# number with a fraction or an exponent. Benchmark tools name measurements after tokens
+# ("time_to_first_token": 0.0551) and write "api_key: null": flagging those buried an
+# honest import's real findings under a hundred false ones. Integers stay matched (a PIN
+# is a number), and so does any quoted value.
+NOT_A_CREDENTIAL = (
+    r"(?!(?:null|none|~|true|false|-?[0-9]*\.[0-9]+(?:e[-+]?[0-9]+)?|-?[0-9]+e[-+]?[0-9]+)"
+    r"(?![^\s\"'`,;&}\\]))"
+)
 # detect-secrets 1.5.0 KeywordDetector and gitleaks ``generic-api-key`` (name = value), with
 # the name decided by ``is_secret_name``: the regex only finds "<identifier ending in a
 # keyword> <separator> <value>". The identifier starts where the previous character is not
@@ -103,7 +112,7 @@ API_KEY = re.compile(
     r"(\\?[\"']?[ \t]*+[:=]{1,2}+[ \t]*+)"
     r"(?:(\\?\")" + NOT_PLACEHOLDER + r"[^\"\\\n]*+\\?\""
     r"|(')" + NOT_PLACEHOLDER + r"[^'\\\n]*+'"
-    r"|" + NOT_PLACEHOLDER + r"[^\s\"'`,;&}\\]++)",
+    r"|" + NOT_PLACEHOLDER + NOT_A_CREDENTIAL + r"[^\s\"'`,;&}\\]++)",
     re.IGNORECASE,
 )
 # Vendor token formats. Sources: detect-secrets 1.5.0 plugins (AWSKeyDetector,
