@@ -67,6 +67,12 @@ class ServingRun:
             values (AIPerf: ``itl``); claims on it are unverifiable.
         times_ns: per request, (start, end) on the client's wall clock in ns, when
             the source records both for every request (AIPerf); else None.
+        samples: latency kind -> the successful requests' values (seconds) as the tool
+            defines and weights them, where that differs from the vocabulary's
+            derivation (GuideLLM's TPOT: a request's value repeated once per token).
+        percentiles: how the tool computes a percentile and median: ``linear``
+            (numpy's default) or ``inverse_cdf`` (GuideLLM: the first value whose
+            cumulative share, summed in doubles, reaches P/100).
     """
 
     source: str
@@ -88,6 +94,8 @@ class ServingRun:
     meta: dict[str, Any] = field(default_factory=dict)
     unrecorded: dict[str, str] = field(default_factory=dict)
     times_ns: npt.NDArray[np.int64] | None = None
+    samples: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
+    percentiles: str = "linear"
 
     @property
     def n(self) -> int:

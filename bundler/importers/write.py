@@ -28,14 +28,18 @@ from typing import Any
 from bundler._internal.userfile import IMPORT_SOURCE_MAX_BYTES, read_user_file
 from bundler.errors import Problem, UsageError
 from bundler.format.serving_run import ServingRun, SourceError
-from bundler.importers import aiperf, vllm
+from bundler.importers import aiperf, guidellm, vllm
 
 __all__ = ["FORMATS", "ImportResult", "import_campaign"]
 
-FORMATS = (vllm.FORMAT, aiperf.FORMAT)
+FORMATS = (vllm.FORMAT, aiperf.FORMAT, guidellm.FORMAT)
 _ARM_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _SHA_RE = re.compile(r"^[0-9a-f]{7,64}$")
-_TOOL = {vllm.FORMAT: "vllm bench serve", aiperf.FORMAT: "aiperf profile"}
+_TOOL = {
+    vllm.FORMAT: "vllm bench serve",
+    aiperf.FORMAT: "aiperf profile",
+    guidellm.FORMAT: "guidellm run",
+}
 _API = {"openai-chat": "openai-chat-completions"}
 _NOT_RECORDED = (
     "worker teardown and exit status (no teardown budgets were invented)",
@@ -47,6 +51,10 @@ _NOT_RECORDED_BY = {
     aiperf.FORMAT: (
         "pooled inter-token gaps: " + aiperf.ITL_NOT_RECORDED + "; ITL claims are unverifiable",
         "server identity: metadata.worker_id names AIPerf's client worker, not the server",
+    ),
+    guidellm.FORMAT: (
+        "individual inter-token gaps (GuideLLM records each request's first and last token "
+        "times only; its ITL is their per-request average, token-weighted)",
     ),
 }
 _THROUGHPUT = {
@@ -230,7 +238,7 @@ def _read(fmt: str, path: Path, arm: str) -> tuple[ServingRun, Carried]:
             (f"{run.load_point}/{aiperf.AGGREGATE_NAME}", adata),
         ]
     data = _read_source(path)
-    run = vllm.parse(data, str(path), arm)
+    run = (guidellm.parse if fmt == guidellm.FORMAT else vllm.parse)(data, str(path), arm)
     return run, [(f"{run.load_point}.json", data)]
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from bundler.errors import BundleError
 from bundler.format.serving_run import ServingRun
-from bundler.importers import aiperf, vllm
+from bundler.importers import aiperf, guidellm, vllm
 from replay.serving.stats import RunStats
 
 __all__ = ["INDEX", "PARSERS", "ServingData", "load_serving"]
@@ -27,6 +27,7 @@ INDEX = "serving.json"
 
 PARSERS: dict[str, Callable[[bytes, str, str], ServingRun]] = {
     vllm.FORMAT: vllm.parse,
+    guidellm.FORMAT: guidellm.parse,
 }
 """Formats whose run is one file; AIPerf's (records + aggregate) is handled in ``_parse``."""
 

@@ -43,6 +43,7 @@ __all__ = [
     "goodput",
     "parse_percentile",
     "parse_stat",
+    "percentile_inverse_cdf",
     "throughput",
 ]
 
@@ -100,6 +101,8 @@ class RunStats:
         why = _missing(r, latency)
         if why is not None:
             return why
+        if latency in r.samples:  # the tool's own definition (GuideLLM's weighted TPOT)
+            return r.samples[latency]
         if latency == "ttft":
             return r.ttfts[r.ok]
         if latency == "itl":
@@ -133,6 +136,8 @@ class RunStats:
             n, total, squares = _exact_sums(v)
             return Root((n * squares - total * total) / (n * n))
         assert p is not None
+        if self.run.percentiles == "inverse_cdf":
+            return percentile_inverse_cdf(self.sorted(latency), p)
         return percentile_sorted(self.sorted(latency), p)
 
 
@@ -164,6 +169,20 @@ def percentile_sorted(x: Floats, p: Fraction) -> Fraction:
         return a
     b = Fraction(float(x[lo + 1]))
     return a + frac * (b - a)
+
+
+def percentile_inverse_cdf(x: Floats, p: Fraction) -> Fraction:
+    """GuideLLM's percentile over ascending ``x`` (a value repeated once per unit of
+    weight): equal values merged with their counts as weights, the weights divided by
+    their sum and summed in doubles (``numpy.cumsum``), then the first value whose
+    cumulative share reaches the double nearest P/100 (``numpy.searchsorted``, left).
+    The doubles are the definition: at an exact tie (P/100 = k/n) their rounding
+    decides which of two neighbours is the percentile, as it does in the tool."""
+    values, counts = np.unique(x, return_counts=True)
+    weights = counts.astype(np.float64)
+    cdf = np.cumsum(weights / np.sum(weights))
+    i = int(np.searchsorted(cdf, float(p / 100), side="left"))
+    return Fraction(float(values[min(i, values.size - 1)]))
 
 
 def throughput(run: ServingRun, what: str) -> Fraction | str:

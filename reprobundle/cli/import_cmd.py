@@ -134,7 +134,9 @@ def import_command(
     verbosity: int,
     as_json: bool,
 ) -> None:
-    """Import a serving benchmark's result files (FORMAT: vllm, aiperf) as a campaign directory.
+    """Import a serving benchmark's result files as a campaign directory.
+
+    FORMAT: vllm, aiperf or guidellm.
 
     Every SOURCE must be assigned to an arm with --arm NAME=FILE (a file named only
     by --arm is a source too). The source files are carried verbatim; the
