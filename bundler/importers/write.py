@@ -28,17 +28,19 @@ from typing import Any
 from bundler._internal.userfile import IMPORT_SOURCE_MAX_BYTES, read_user_file
 from bundler.errors import Problem, UsageError
 from bundler.format.serving_run import ServingRun, SourceError
-from bundler.importers import aiperf, guidellm, vllm
+from bundler.importers import aiperf, guidellm, inference_perf, sglang, vllm
 
 __all__ = ["FORMATS", "ImportResult", "import_campaign"]
 
-FORMATS = (vllm.FORMAT, aiperf.FORMAT, guidellm.FORMAT)
+FORMATS = (vllm.FORMAT, aiperf.FORMAT, guidellm.FORMAT, sglang.FORMAT, inference_perf.FORMAT)
 _ARM_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _SHA_RE = re.compile(r"^[0-9a-f]{7,64}$")
 _TOOL = {
     vllm.FORMAT: "vllm bench serve",
     aiperf.FORMAT: "aiperf profile",
     guidellm.FORMAT: "guidellm run",
+    sglang.FORMAT: "sglang.bench_serving",
+    inference_perf.FORMAT: "inference-perf",
 }
 _API = {"openai-chat": "openai-chat-completions"}
 _NOT_RECORDED = (
@@ -55,6 +57,16 @@ _NOT_RECORDED_BY = {
     guidellm.FORMAT: (
         "individual inter-token gaps (GuideLLM records each request's first and last token "
         "times only; its ITL is their per-request average, token-weighted)",
+    ),
+    sglang.FORMAT: (
+        "warmup requests (the tool does not keep them)",
+        "per-request end-to-end latencies: "
+        + sglang.NO_LATENCY.format("E2EL and TPOT")
+        + "; their claims are unverifiable",
+        "the failed count (SGLang writes none; each request's errors entry is kept)",
+    ),
+    inference_perf.FORMAT: (
+        "the arrival process of a rate stage (poisson or constant: in config.yaml only)",
     ),
 }
 _THROUGHPUT = {
@@ -229,17 +241,19 @@ def _read_source(path: Path) -> bytes:
 
 
 def _read(fmt: str, path: Path, arm: str) -> tuple[ServingRun, Carried]:
-    if fmt == aiperf.FORMAT:
-        records, aggregate = aiperf.locate(path)
+    if fmt in (aiperf.FORMAT, inference_perf.FORMAT):
+        tool = aiperf if fmt == aiperf.FORMAT else inference_perf
+        records, aggregate = tool.locate(path)
         rdata, adata = _read_source(records), _read_source(aggregate)
-        run = aiperf.parse(rdata, str(records), adata, str(aggregate), arm)
+        run = tool.parse(rdata, str(records), adata, str(aggregate), arm)
         return run, [
-            (f"{run.load_point}/{aiperf.RECORDS_NAME}", rdata),
-            (f"{run.load_point}/{aiperf.AGGREGATE_NAME}", adata),
+            (f"{run.load_point}/{tool.RECORDS_NAME}", rdata),
+            (f"{run.load_point}/{tool.AGGREGATE_NAME}", adata),
         ]
     data = _read_source(path)
-    run = (guidellm.parse if fmt == guidellm.FORMAT else vllm.parse)(data, str(path), arm)
-    return run, [(f"{run.load_point}.json", data)]
+    parse = {guidellm.FORMAT: guidellm.parse, sglang.FORMAT: sglang.parse}.get(fmt, vllm.parse)
+    run = parse(data, str(path), arm)
+    return run, [(f"{run.load_point}.{'jsonl' if fmt == sglang.FORMAT else 'json'}", data)]
 
 
 def _parse_all(fmt: str, sources: Sequence[tuple[str, Path]]) -> list[tuple[ServingRun, Carried]]:
@@ -345,7 +359,7 @@ def import_campaign(
             + ", ".join(f"{r.arm} {r.load_point}" for r in runs if not r.detailed)
             + " (run without --save-detailed: their claims are unverifiable)"
         )
-    if any(r.detailed and r.latencies is None for r in runs):
+    if any(r.detailed and r.latencies is None and "e2el" not in r.unrecorded for r in runs):
         not_recorded.append(
             "per-request end-to-end latencies (older writer): E2EL and TPOT claims are unverifiable"
         )

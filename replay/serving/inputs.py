@@ -17,7 +17,7 @@ from typing import Any
 
 from bundler.errors import BundleError
 from bundler.format.serving_run import ServingRun
-from bundler.importers import aiperf, guidellm, vllm
+from bundler.importers import aiperf, guidellm, inference_perf, sglang, vllm
 from replay.serving.stats import RunStats
 
 __all__ = ["INDEX", "PARSERS", "ServingData", "load_serving"]
@@ -28,6 +28,7 @@ INDEX = "serving.json"
 PARSERS: dict[str, Callable[[bytes, str, str], ServingRun]] = {
     vllm.FORMAT: vllm.parse,
     guidellm.FORMAT: guidellm.parse,
+    sglang.FORMAT: sglang.parse,
 }
 """Formats whose run is one file; AIPerf's (records + aggregate) is handled in ``_parse``."""
 
@@ -39,12 +40,13 @@ def _parse(
     data = member(f"files/{path}") if isinstance(path, str) else None
     if not isinstance(arm, str) or data is None:
         return f"{where}: needs an arm and a carried file"
-    if fmt == aiperf.FORMAT:
+    if fmt in (aiperf.FORMAT, inference_perf.FORMAT):
         agg = src.get("aggregate_path")
         adata = member(f"files/{agg}") if isinstance(agg, str) else None
         if adata is None:
-            return f"{where}: an aiperf source needs its carried aggregate_path"
-        return aiperf.parse(data, str(path), adata, str(agg), arm)
+            return f"{where}: an {fmt} source needs its carried aggregate_path"
+        parse = aiperf.parse if fmt == aiperf.FORMAT else inference_perf.parse
+        return parse(data, str(path), adata, str(agg), arm)
     parser = PARSERS.get(str(fmt))
     if parser is None:
         return f"{where}: unknown format {fmt!r}"

@@ -136,7 +136,7 @@ def import_command(
 ) -> None:
     """Import a serving benchmark's result files as a campaign directory.
 
-    FORMAT: vllm, aiperf or guidellm.
+    FORMAT: vllm, aiperf, guidellm, sglang or inference-perf.
 
     Every SOURCE must be assigned to an arm with --arm NAME=FILE (a file named only
     by --arm is a source too). The source files are carried verbatim; the
