@@ -328,3 +328,289 @@ def test_throughput_with_an_event_in_the_merge_window_is_not_claimed() -> None:
     assert "output_throughput" in run.aggregates
     left = " ".join(run.meta["not_claimed_aggregates"])
     assert "requests_per_second.successful.mean (its last event lies" in left
+
+
+# --- SGLang: python -m sglang.bench_serving --output-details, 0.5.23 -----------------
+
+SGLANG = HERE / "fixtures" / "real_writers" / "sglang-0.5.23"
+SGLANG_LP = {"c2": "rinf-c2", "r8": "r8-cnone"}
+
+
+def _sgl(run: str) -> dict[str, Any]:
+    d: dict[str, Any] = json.loads((SGLANG / f"{run}.jsonl").read_text())
+    return d
+
+
+def test_sglang_recording_is_0_5_23_one_line_per_file() -> None:
+    rec = json.loads((SGLANG / "recording.json").read_text())
+    assert rec["version"] == "0.5.23"
+    assert [r["file"] for r in rec["runs"]] == [f"{r}.jsonl" for r in RUNS]
+    for run in RUNS:
+        text = (SGLANG / f"{run}.jsonl").read_text()
+        assert text.count("\n") == 1 and text.endswith("\n")
+        doc = _sgl(run)
+        # What the file does not hold: a per-request latency, a failed count.
+        assert "latencies" not in doc and "failed" not in doc
+        assert len(doc["ttfts"]) == len(doc["errors"]) == 14
+
+
+@pytest.fixture(scope="module")
+def sglang_replayed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    tmp = tmp_path_factory.mktemp("real-sglang")
+    args: list[str | Path] = ["import", "sglang", "-o", tmp / "camp"]
+    for run in RUNS:
+        args += ["--arm", f"{run[:4]}={SGLANG / run}.jsonl"]
+    args += ["--commit", "base=aaaaaaa", "--commit", "cand=bbbbbbb"]
+    res = _cli(*args)
+    assert res.returncode == 0, res.stderr
+    seal = _cli("seal", tmp / "camp", "-o", tmp / "s.bundle", "--unsigned")
+    assert seal.returncode == 0, seal.stderr
+    rep = _cli("replay", tmp / "s.bundle", "--allow-unsigned", "--json")
+    doc: dict[str, Any] = json.loads(rep.stdout)
+    doc["_exit"] = rep.returncode
+    doc["_camp"] = tmp / "camp"
+    return doc
+
+
+def _sgl_expected(run: str) -> dict[str, float]:
+    """SGLang's definitions (vLLM's) in plain numpy over the file's arrays."""
+    doc = _sgl(run)
+    ok = np.array([not e for e in doc["errors"]])
+    ttft = np.array(doc["ttfts"])[ok]
+    itl = np.concatenate([np.array(x) for x, good in zip(doc["itls"], ok, strict=True) if good])
+    out: dict[str, float] = {}
+    for lat, v in (("ttft", ttft), ("itl", itl)):
+        out[f"mean_{lat}_ms"] = float(np.mean(v)) * 1000
+        out[f"median_{lat}_ms"] = float(np.median(v)) * 1000
+        out[f"std_{lat}_ms"] = float(np.std(v)) * 1000
+        for p in (90, 95, 99):
+            out[f"p{p}_{lat}_ms"] = float(np.percentile(v, p)) * 1000
+    n_in = int(np.array(doc["input_lens"])[ok].sum())
+    n_out = int(np.sum(doc["output_lens"]))
+    out["request_throughput"] = int(ok.sum()) / doc["duration"]
+    out["output_throughput"] = n_out / doc["duration"]
+    out["total_token_throughput"] = (n_in + n_out) / doc["duration"]
+    out |= {"completed": int(ok.sum()), "total_input_tokens": n_in, "total_output_tokens": n_out}
+    return out
+
+
+def test_sglang_every_derivable_claim_confirmed_the_rest_unverifiable(
+    sglang_replayed: dict[str, Any],
+) -> None:
+    checks = {c["claim_id"]: c for c in sglang_replayed["claims"]["checks"]}
+    assert sglang_replayed["_exit"] == 5  # E2E and TPOT: unverifiable
+    derivable: dict[str, float] = {}
+    for run in RUNS:
+        lp = f"{run[:4]}.{SGLANG_LP[run[-2:]]}"
+        doc = _sgl(run)
+        for key, x in _sgl_expected(run).items():
+            name = "total_throughput" if key == "total_token_throughput" else key
+            name = {"completed": "completed"}.get(key, name)
+            assert x == pytest.approx(doc[name], rel=1e-9), (run, key)  # SGLang's own
+            derivable[f"{lp}.{key}"] = x
+    for key, x in derivable.items():
+        c = checks.pop(key)
+        assert c["status"] == "confirmed", c
+        assert Fraction(c["exact"]) == pytest.approx(Fraction(x), rel=1e-9), key
+    # What is left: every E2E and TPOT aggregate SGLang wrote, unverifiable, and why.
+    expected_left = {
+        f"{run[:4]}.{SGLANG_LP[run[-2:]]}.{s}_{lat}_ms"
+        for run in RUNS
+        for lat in ("e2el", "tpot")
+        for s in ("mean", "median", "std", "p90", "p95", "p99")
+    }
+    assert set(checks) == expected_left
+    for c in checks.values():
+        assert c["status"] == "unverifiable"
+        assert "writes no per-request end-to-end latency" in c["explanation"]
+
+
+def test_sglang_not_claimed_and_not_recorded(sglang_replayed: dict[str, Any]) -> None:
+    nc = (sglang_replayed["_camp"] / "not_claimed.jsonl").read_text()
+    assert "concurrency = " in nc and "max_concurrent_requests" in nc
+    ne = sglang_replayed["not_evidenced"]
+    assert any("per-request end-to-end latencies: SGLang" in x for x in ne)
+    assert any(x.startswith("the failed count (SGLang writes none") for x in ne)
+    assert not any("older writer" in x for x in ne)
+    plan = json.loads((sglang_replayed["_camp"] / "plans" / "serving.json").read_text())
+    assert plan["request"]["api"] == "openai-chat-completions"
+
+
+def test_sglang_load_point_and_arrival() -> None:
+    from bundler.importers import sglang
+
+    for run in RUNS:
+        r = sglang.parse((SGLANG / f"{run}.jsonl").read_bytes(), "s.jsonl", "x")
+        assert r.load_point == SGLANG_LP[run[-2:]]
+        want = (
+            "all requests at once (request rate inf), at most 2 in flight"
+            if run.endswith("c2")
+            else "poisson arrivals at 8.0 requests/s"
+        )
+        assert r.meta["arrival"] == want
+
+
+def test_sglang_refusals_are_located() -> None:
+    from bundler.importers import sglang
+
+    line = (SGLANG / "cand-c2.jsonl").read_bytes()
+    cases: dict[bytes, tuple[str | None, str | None]] = {
+        line + line: (None, None),  # two runs appended to one file
+        line[: len(line) // 2]: ("line 1", None),  # truncated
+    }
+    doc = _sgl("cand-c2")
+    del doc["itls"]
+    cases[json.dumps(doc).encode() + b"\n"] = ("line 1", "itls")  # no --output-details
+    doc = _sgl("cand-c2")
+    doc["ttfts"][2] = -1.0
+    cases[json.dumps(doc).encode() + b"\n"] = (None, "ttfts[2]")
+    for data, where in cases.items():
+        with pytest.raises(SourceError) as exc:
+            sglang.parse(data, "s.jsonl", "x")
+        assert [(p.record, p.field) for p in exc.value.problems] == [where], exc.value.problems
+        assert "sglang.bench_serving" in str(exc.value)
+
+
+# --- inference-perf 0.7.0: one-stage runs, per-request report on ---------------------
+
+IPERF = HERE / "fixtures" / "real_writers" / "inference-perf-0.7.0"
+
+
+def _ip(run: str, name: str) -> Any:
+    return json.loads((IPERF / run / name).read_text())
+
+
+def _ip_expected(run: str) -> dict[str, float]:
+    """inference-perf's definitions (reportgen/base.py) in plain numpy over its records."""
+    recs = _ip(run, "per_request_lifecycle_metrics.json")
+    ok = [r for r in recs if r["error"] is None]
+    times = [np.array(r["info"]["response_metrics"]["output_token_times"]) for r in ok]
+    n_out = [r["info"]["response_metrics"]["output_tokens"] for r in ok]
+    start = np.array([r["start_time"] for r in ok])
+    values = {
+        "e2el": np.array([r["end_time"] for r in ok]) - start,
+        "ttft": np.array([t[0] for t in times]) - start,
+        "tpot": np.array([(t[-1] - t[0]) / (n - 1) for t, n in zip(times, n_out, strict=True)]),
+        "itl": np.concatenate([np.diff(t) for t in times]),
+    }
+    out: dict[str, float] = {}
+    for lat, v in values.items():
+        out[f"mean_{lat}_ms"] = float(np.mean(v)) * 1000
+        for p in (0.1, 1, 5, 10, 25, 50, 75, 90, 95, 99, 99.9):
+            key = "median" if p == 50 else f"p{p:g}"
+            out[f"{key}_{lat}_ms"] = float(np.percentile(v, p)) * 1000
+    window = max(r["end_time"] for r in recs) - min(r["start_time"] for r in recs)
+    n_in = sum(r["info"]["request_metrics"]["text"]["input_tokens"] for r in ok)
+    out["request_throughput"] = len(ok) / window
+    out["output_throughput"] = sum(n_out) / window
+    out["total_token_throughput"] = (n_in + sum(n_out)) / window
+    out["completed"], out["failed"] = len(ok), len(recs) - len(ok)
+    return out
+
+
+def test_inference_perf_recording_and_its_definitions() -> None:
+    rec = json.loads((IPERF / "recording.json").read_text())
+    assert rec["tool"] == "inference-perf" and rec["version"] == "0.7.0"
+    assert [r["dir"] for r in rec["runs"]] == list(RUNS)
+    for run in RUNS:
+        stage = _ip(run, "stage_0_lifecycle_metrics.json")
+        lat = stage["successes"]["latency"]
+        exp = _ip_expected(run)
+        short = {"request_latency": "e2el", "time_to_first_token": "ttft"}
+        short |= {"time_per_output_token": "tpot", "inter_token_latency": "itl"}
+        for tag, s in short.items():
+            for stat, v in lat[tag].items():
+                if stat not in ("min", "max"):
+                    assert exp[f"{stat}_{s}_ms"] == pytest.approx(v * 1000, rel=1e-12)
+        assert stage["benchmark_time_seconds"] == pytest.approx(
+            exp["completed"] / exp["request_throughput"], rel=1e-12
+        )
+        assert stage["failures"]["count"] == (1 if run.startswith("cand") else 0)
+
+
+def test_inference_perf_tpot_is_not_vllms() -> None:
+    # (last - first token) / (n - 1), not (latency - ttft) / (n - 1): the response's
+    # end comes after its last token, so vLLM's definition gives a larger figure.
+    from bundler.importers import inference_perf
+
+    d = IPERF / "base-c2"
+    run = inference_perf.parse(
+        (d / inference_perf.RECORDS_NAME).read_bytes(),
+        "r",
+        (d / inference_perf.AGGREGATE_NAME).read_bytes(),
+        "a",
+        "x",
+    )
+    assert run.latencies is not None
+    keep = run.ok & (run.output_lens > 1)
+    vllm_def = (run.latencies[keep] - run.ttfts[keep]) / (run.output_lens[keep] - 1)
+    tool = _ip("base-c2", "stage_0_lifecycle_metrics.json")["successes"]["latency"]
+    assert float(np.mean(vllm_def)) > tool["time_per_output_token"]["mean"] * (1 + 1e-4)
+    assert run.meta["arrival"] == "concurrent, 2 requests in flight"
+    assert run.load_point == "rinf-c2"
+
+
+@pytest.fixture(scope="module")
+def iperf_replayed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    tmp = tmp_path_factory.mktemp("real-inference-perf")
+    args: list[str | Path] = ["import", "inference-perf", "-o", tmp / "camp"]
+    for run in RUNS:
+        args += ["--arm", f"{run[:4]}={IPERF / run}"]
+    args += ["--commit", "base=aaaaaaa", "--commit", "cand=bbbbbbb"]
+    res = _cli(*args)
+    assert res.returncode == 0, res.stderr
+    seal = _cli("seal", tmp / "camp", "-o", tmp / "i.bundle", "--unsigned")
+    assert seal.returncode == 0, seal.stderr
+    rep = _cli("replay", tmp / "i.bundle", "--allow-unsigned", "--json")
+    doc: dict[str, Any] = json.loads(rep.stdout)
+    doc["_exit"] = rep.returncode
+    return doc
+
+
+def test_inference_perf_every_claim_confirmed(iperf_replayed: dict[str, Any]) -> None:
+    assert iperf_replayed["_exit"] == 0
+    checks = {c["claim_id"]: c for c in iperf_replayed["claims"]["checks"]}
+    expected: dict[str, float] = {}
+    for run in RUNS:
+        lp = f"{run[:4]}.{SGLANG_LP[run[-2:]]}"
+        expected |= {f"{lp}.{k}": v for k, v in _ip_expected(run).items()}
+    assert set(checks) == set(expected)
+    bad = {k: c for k, c in checks.items() if c["status"] != "confirmed"}
+    assert not bad, bad
+    for key, c in checks.items():
+        assert Fraction(c["exact"]) == pytest.approx(Fraction(expected[key]), rel=1e-9), key
+    assert "(last - first output token time)" in checks["base.r8-cnone.mean_tpot_ms"]["derivation"]
+
+
+def test_inference_perf_refusals_are_located(tmp_path: Path) -> None:
+    from bundler.importers import inference_perf
+
+    d = IPERF / "cand-r8"
+    recs = _ip("cand-r8", inference_perf.RECORDS_NAME)
+    agg = (d / inference_perf.AGGREGATE_NAME).read_bytes()
+    ok_at = next(i for i, r in enumerate(recs) if r["error"] is None)
+    recs[ok_at]["info"]["response_metrics"]["output_token_times"] = [1.0]
+    with pytest.raises(SourceError) as exc:
+        inference_perf.parse(json.dumps(recs).encode(), "r.json", agg, "a.json", "x")
+    field = "info.response_metrics.output_token_times"
+    assert [(p.record, p.field) for p in exc.value.problems] == [(f"[{ok_at}]", field)]
+    stage = _ip("cand-r8", inference_perf.AGGREGATE_NAME)
+    del stage["load_summary"]["requested_rate"]
+    with pytest.raises(SourceError) as exc:
+        inference_perf.parse(
+            (d / inference_perf.RECORDS_NAME).read_bytes(),
+            "r.json",
+            json.dumps(stage).encode(),
+            "a.json",
+            "x",
+        )
+    assert [p.field for p in exc.value.problems] == ["load_summary.requested_rate"]
+    # A multi-stage run: its per-request report does not say which stage a request was in.
+    multi = tmp_path / "run"
+    multi.mkdir()
+    for name in (inference_perf.RECORDS_NAME, inference_perf.AGGREGATE_NAME):
+        (multi / name).write_bytes((d / name).read_bytes())
+    (multi / "stage_1_lifecycle_metrics.json").write_bytes(agg)
+    with pytest.raises(SourceError) as exc:
+        inference_perf.locate(multi)
+    assert "several load stages" in exc.value.problems[0].message
