@@ -352,6 +352,9 @@ def test_sglang_recording_is_0_5_23_one_line_per_file() -> None:
         # What the file does not hold: a per-request latency, a failed count.
         assert "latencies" not in doc and "failed" not in doc
         assert len(doc["ttfts"]) == len(doc["errors"]) == 14
+        failed = sum(1 for e in doc["errors"] if e)
+        assert failed == (1 if run.startswith("cand") else 0) == 14 - doc["completed"]
+    assert '"request_rate": Infinity' in (SGLANG / "base-c2.jsonl").read_text()
 
 
 @pytest.fixture(scope="module")
