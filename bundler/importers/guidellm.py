@@ -197,8 +197,9 @@ class _Req:
                 )
             return v
 
-        self.start = time("request_start", ok) or math.nan
-        self.end = time("request_end", ok) or math.nan
+        start, end = time("request_start", ok), time("request_end", ok)
+        self.start = math.nan if start is None else start
+        self.end = math.nan if end is None else end
         self.first = time("first_token_iteration", False)
         self.last = time("last_token_iteration", False)
         self.input = tokens("input_metrics") or 0
