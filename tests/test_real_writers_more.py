@@ -617,3 +617,15 @@ def test_inference_perf_refusals_are_located(tmp_path: Path) -> None:
     with pytest.raises(SourceError) as exc:
         inference_perf.locate(multi)
     assert "several load stages" in exc.value.problems[0].message
+
+
+def test_guidellm_request_starting_at_zero_is_a_time() -> None:
+    # 0.0 s is a time, not a missing one (the parser once read it as absent: NaN).
+    doc = _doc("base-c2")
+    b = doc["benchmarks"][0]
+    b["start_time"] = 0.0
+    b["requests"]["successful"][0]["info"]["timings"]["request_start"] = 0.0
+    run = _parse_doc(doc)
+    assert run.latencies is not None
+    t = b["requests"]["successful"][0]["info"]["timings"]
+    assert run.latencies[0] == t["request_end"]
