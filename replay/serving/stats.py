@@ -21,6 +21,11 @@ Definitions (``specs/claims-vocabulary.md``, "Serving statistics"), as vLLM's
 - Goodput: successful requests whose TTFT, TPOT and E2EL are each at most the
   stated SLO (only the SLOs given; the SLO in ms is converted to the double
   nearest ``slo / 1000`` seconds, as vLLM does), divided by the duration.
+
+A tool whose own definition differs says so in its run: ``ServingRun.samples``
+holds a latency's values as the tool defines and weights them (GuideLLM's
+token-weighted TPOT, inference-perf's TPOT), ``ServingRun.percentiles`` its
+percentile method (GuideLLM: ``inverse_cdf``, :func:`percentile_inverse_cdf`).
 """
 
 from __future__ import annotations
