@@ -629,3 +629,29 @@ def test_guidellm_request_starting_at_zero_is_a_time() -> None:
     assert run.latencies is not None
     t = b["requests"]["successful"][0]["info"]["timings"]
     assert run.latencies[0] == t["request_end"]
+
+
+def test_guidellm_request_times_are_checked_not_listed_as_missing(
+    replayed: dict[str, Any],
+) -> None:
+    # GuideLLM records each request's start and end (an errored one: its scheduler's
+    # resolve times, as GuideLLM's request_end_time has them): conformance checks the
+    # concurrent runs never had more than 2 in flight, and does not call the
+    # timestamps not evidenced.
+    conf = replayed["conformance"]
+    assert conf["deviations"] == []
+    inflight = [x for x in conf["checked_items"] if "in flight at once (max_concurrency 2)" in x]
+    assert len(inflight) == 2, conf["checked_items"]
+    assert not any(x.startswith("per-request timestamps") for x in replayed["not_evidenced"])
+    # A third stream's worth of overlap is a deviation.
+    doc = _doc("base-c2")
+    reqs = doc["benchmarks"][0]["requests"]["successful"]
+    t0 = reqs[0]["info"]["timings"]
+    for r in reqs[1:3]:
+        t = r["info"]["timings"]
+        t["request_start"], t["first_token_iteration"] = t0["request_start"], t0["request_start"]
+    run = _parse_doc(doc)
+    assert run.times_ns is not None
+    from replay.serving.conformance import peak_in_flight
+
+    assert peak_in_flight(run.times_ns) >= 3

@@ -89,6 +89,8 @@ DEFINITIONS = {
     "tpot": "GuideLLM's TPOT, first token included: (last token - request_start) / "
     "output_tokens per request, weighted by output_tokens",
 }
+_NS_LIMIT_S = 9e9
+"""Wall-clock seconds below this fit int64 nanoseconds (2**63 ns is 9.2e9 s)."""
 _STRATEGIES = ("synchronous", "concurrent", "throughput", "constant", "poisson")
 
 
@@ -200,6 +202,11 @@ class _Req:
         start, end = time("request_start", ok), time("request_end", ok)
         self.start = math.nan if start is None else start
         self.end = math.nan if end is None else end
+        # GuideLLM's own request_start_time / request_end_time: an errored request has
+        # no request_end, and its scheduler's resolve times stand in.
+        s0 = start if start is not None else time("resolve_start", False)
+        e0 = end if end is not None else time("resolve_end", False)
+        self.span = None if s0 is None or e0 is None else (s0, e0)
         self.first = time("first_token_iteration", False)
         self.last = time("last_token_iteration", False)
         self.input = tokens("input_metrics") or 0
@@ -369,7 +376,14 @@ def _arrays(reqs: list[_Req], n_ok: int) -> dict[str, Any]:
     some = ok & (out > 0)
     per_tpot = np.zeros(n, dtype=np.float64)
     per_tpot[some] = (last[some] - starts[some]) / out[some]
+    spans = [r.span for r in reqs]
+    times_ns = None
+    if all(sp is not None and max(sp) < _NS_LIMIT_S for sp in spans):
+        # Seconds (doubles) to integer ns: monotone, so the order of ends and starts
+        # that the in-flight check reads is kept.
+        times_ns = np.rint(np.array(spans, dtype=np.float64) * 1e9).astype(np.int64)
     return {
+        "times_ns": times_ns,
         "ok": ok,
         "input_lens": np.array([r.input for r in reqs], dtype=np.int64),
         "output_lens": out,
