@@ -249,12 +249,13 @@ def test_numpy_over_the_records_gives_the_tools_aggregates_and_replays(run: str)
 def test_per_request_values_are_the_tools_computed_metrics(run: str) -> None:
     r = _parse(run)
     cm = [e.get("computed_metrics") for e in _entries(run)]
+    tpots = [m["time_per_output_token"] for i, m in enumerate(cm) if m is not None and r.ok[i]]
+    assert list(r.samples["tpot"]) == tpots
     for i, m in enumerate(cm):
         if m is None:
             assert not r.ok[i]
             continue
-        assert r.tool_values["ttft"][i] == m["time_to_first_token"]
-        assert r.tool_values["tpot"][i] == m["time_per_output_token"]
+        assert r.ttfts[i] == m["time_to_first_token"]
         assert r.latencies is not None and r.latencies[i] == m["request_latency"]
         lo = int(r.itl_counts[:i].sum())
         assert list(r.itl[lo : lo + int(r.itl_counts[i])]) == m["inter_token_latencies"]
@@ -268,7 +269,7 @@ def test_tpot_is_inference_perfs_first_to_last_token_not_vllms() -> None:
     r = _parse(run)
     tool_ms = _summary(run)["successes"]["latency"]["time_per_output_token"]["mean"] * 1000
     own = RunStats(r).latency("tpot", "mean", None)
-    as_vllm = RunStats(dataclasses.replace(r, tool_values={})).latency("tpot", "mean", None)
+    as_vllm = RunStats(dataclasses.replace(r, samples={})).latency("tpot", "mean", None)
     assert float(own) * 1000 == pytest.approx(tool_ms, rel=1e-12)
     assert abs(float(as_vllm) * 1000 - tool_ms) > 0.005
 
@@ -296,7 +297,7 @@ def test_a_request_with_one_token_time_has_no_ttft_tpot_or_gaps() -> None:
     rm = entries[0]["info"]["response_metrics"]
     rm["output_token_times"] = rm["output_token_times"][:1]
     r = _parse("base-constant-r8", per=json.dumps(entries).encode())
-    assert np.isnan(r.tool_values["ttft"][0]) and np.isnan(r.tool_values["tpot"][0])
+    assert np.isnan(r.ttfts[0]) and r.samples["tpot"].size == r.completed - 1
     assert r.itl_counts[0] == 0
     ttft = RunStats(r).values("ttft")
     assert not isinstance(ttft, str) and ttft.size == r.completed - 1

@@ -105,10 +105,13 @@ class ServingRun:
             recorded it, NaN where its record has none (AIPerf: ``ttft``, ``e2el`` and
             ``tpot``, its per-record ``inter_token_latency``), for the tool's own
             goodput definition.
-
-        tool_values: latency kind -> per-request values (seconds) as the tool itself
-            defines them, NaN where it has none (inference-perf's TPOT and TTFT); replay
-            uses them instead of the vLLM derivation from ``latencies`` and ``ttfts``.
+        samples: latency kind -> the successful requests' values (seconds) as the tool
+            defines and weights them, where that differs from the vocabulary's
+            derivation (GuideLLM's TPOT: a request's value repeated once per token;
+            inference-perf's TTFT and TPOT).
+        percentiles: how the tool computes a percentile and median: ``linear``
+            (numpy's default) or ``inverse_cdf`` (GuideLLM: the first value whose
+            cumulative share, summed in doubles, reaches P/100).
 
     An aggregates-only file (``detailed`` False) may still hold per-request
     ``latencies`` (vLLM 0.33 keeps them without ``--save-detailed``): they are kept,
@@ -138,7 +141,8 @@ class ServingRun:
     times_ns: npt.NDArray[np.int64] | None = None
     arrival: str = POISSON
     recorded_ms: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
-    tool_values: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
+    samples: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
+    percentiles: str = "linear"
 
     @property
     def n(self) -> int:

@@ -453,5 +453,10 @@ def parse(records: Source, aggregate: Source, config: Source, arm: str) -> Servi
         itl=np.concatenate(gaps),
         aggregates=aggregates,
         meta=meta,
-        tool_values={"ttft": ttft, "tpot": tpot},
+        # inference-perf's own TTFT and TPOT, of the successful requests that have one
+        # (a request with at most one token time has neither).
+        samples={
+            "ttft": ttft[ok & ~np.isnan(ttft)],
+            "tpot": tpot[ok & ~np.isnan(tpot)],
+        },
     )

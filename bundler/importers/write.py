@@ -28,16 +28,18 @@ from typing import Any
 from bundler._internal.userfile import IMPORT_SOURCE_MAX_BYTES, read_user_file
 from bundler.errors import Problem, UsageError
 from bundler.format.serving_run import POISSON, ServingRun, SourceError
-from bundler.importers import aiperf, inference_perf, vllm
+from bundler.importers import aiperf, guidellm, inference_perf, sglang, vllm
 
 __all__ = ["FORMATS", "ImportResult", "import_campaign"]
 
-FORMATS = (vllm.FORMAT, aiperf.FORMAT, inference_perf.FORMAT)
+FORMATS = (vllm.FORMAT, aiperf.FORMAT, guidellm.FORMAT, sglang.FORMAT, inference_perf.FORMAT)
 _ARM_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _SHA_RE = re.compile(r"^[0-9a-f]{7,64}$")
 _TOOL = {
     vllm.FORMAT: "vllm bench serve",
     aiperf.FORMAT: "aiperf profile",
+    guidellm.FORMAT: "guidellm run",
+    sglang.FORMAT: "sglang.bench_serving",
     inference_perf.FORMAT: "inference-perf",
 }
 _API = {
@@ -55,6 +57,17 @@ _NOT_RECORDED_BY = {
     aiperf.FORMAT: (
         "pooled inter-token gaps: " + aiperf.ITL_NOT_RECORDED + "; ITL claims are unverifiable",
         "server identity: metadata.worker_id names AIPerf's client worker, not the server",
+    ),
+    guidellm.FORMAT: (
+        "individual inter-token gaps (GuideLLM records each request's first and last token "
+        "times only; its ITL is their per-request average, token-weighted)",
+    ),
+    sglang.FORMAT: (
+        "warmup requests (the tool does not keep them)",
+        "per-request end-to-end latencies: "
+        + sglang.NO_LATENCY.format("E2EL and TPOT")
+        + "; their claims are unverifiable",
+        "the failed count (SGLang writes none; each request's errors entry is kept)",
     ),
     inference_perf.FORMAT: inference_perf.NOT_RECORDED,
 }
@@ -305,8 +318,9 @@ def _read(fmt: str, path: Path, arm: str) -> tuple[ServingRun, Carried]:
         run = inference_perf.parse(r, a, c, arm)
         return run, [(f"{run.load_point}/{p.name}", b) for p, b in zip(paths, blobs, strict=True)]
     data = _read_source(path)
-    run = vllm.parse(data, str(path), arm)
-    return run, [(f"{run.load_point}.json", data)]
+    parse = {guidellm.FORMAT: guidellm.parse, sglang.FORMAT: sglang.parse}.get(fmt, vllm.parse)
+    run = parse(data, str(path), arm)
+    return run, [(f"{run.load_point}.{'jsonl' if fmt == sglang.FORMAT else 'json'}", data)]
 
 
 def _parse_all(fmt: str, sources: Sequence[tuple[str, Path]]) -> list[tuple[ServingRun, Carried]]:
@@ -433,7 +447,7 @@ def import_campaign(
             + " (run without --save-detailed: only E2EL claims can be re-derived, from "
             "'latencies' where the file records no failed request)"
         )
-    if any(r.detailed and r.latencies is None for r in runs):
+    if any(r.detailed and r.latencies is None and "e2el" not in r.unrecorded for r in runs):
         not_recorded.append(
             "per-request end-to-end latencies (older writer): E2EL and TPOT claims are unverifiable"
         )

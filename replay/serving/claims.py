@@ -47,16 +47,19 @@ def _latency(rs: RunStats, latency: Any, kind: str, pct: Fraction | None, unit: 
         return v
     n = rs.values(str(latency))
     count = 0 if isinstance(n, str) else n.size
-    what = {"mean": "mean", "sd": "population SD (n)", "median": "median (linear)"}.get(
-        kind, f"{pct}th percentile (linear)"
+    method = "inverse CDF" if rs.run.percentiles == "inverse_cdf" else "linear"
+    what = {"mean": "mean", "sd": "population SD (n)", "median": f"median ({method})"}.get(
+        kind, f"{pct}th percentile ({method})"
     )
     out = to_unit(v, unit)
     # An aggregates-only file names no failed request: its latencies count as successes
     # only because it records none (vllm._aggregates_only_latencies); say so.
     basis = "" if rs.run.detailed else " (every request's: the file records no failed one)"
+    definition = rs.run.meta.get("definitions", {}).get(str(latency))
+    named = f" ({definition})" if isinstance(definition, str) else ""
     return (
         out,
-        f"{what} of {count} {str(latency).upper()} values{basis} of {_where(rs)} = "
+        f"{what} of {count} {str(latency).upper()} values{named}{basis} of {_where(rs)} = "
         f"{display(out)} {unit}",
     )
 

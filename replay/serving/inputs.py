@@ -17,7 +17,7 @@ from typing import Any
 
 from bundler.errors import BundleError
 from bundler.format.serving_run import ServingRun
-from bundler.importers import aiperf, inference_perf, vllm
+from bundler.importers import aiperf, guidellm, inference_perf, sglang, vllm
 from replay.serving.stats import RunStats
 
 __all__ = ["INDEX", "PARSERS", "ServingData", "load_serving"]
@@ -27,6 +27,8 @@ INDEX = "serving.json"
 
 PARSERS: dict[str, Callable[[bytes, str, str], ServingRun]] = {
     vllm.FORMAT: vllm.parse,
+    guidellm.FORMAT: guidellm.parse,
+    sglang.FORMAT: sglang.parse,
 }
 """Formats whose run is one file; AIPerf's (records + aggregate) is handled in ``_parse``."""
 

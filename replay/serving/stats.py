@@ -18,14 +18,16 @@ Definitions (``specs/claims-vocabulary.md``, "Serving statistics"), as vLLM's
 - Throughput: completed requests, output tokens (all requests; a failed one
   records 0), or prompt tokens of successful requests plus output tokens, each
   divided by the recorded duration.
-- A source whose tool defines TTFT or TPOT otherwise carries its own per-request
-  values (``ServingRun.tool_values``, NaN where the tool has none, left out):
-  inference-perf's TPOT is first to last token time over n - 1.
 - Goodput: successful requests whose TTFT, TPOT and E2EL are each at most the
   stated SLO (only the SLOs given; the SLO in ms is converted to the double
   nearest ``slo / 1000`` seconds, as vLLM does), divided by the duration.
   With ``definition`` ``aiperf``, AIPerf's own: each record's metric in ms as
   recorded against the SLO in ms, a record without the metric not good.
+
+A tool whose own definition differs says so in its run: ``ServingRun.samples``
+holds a latency's values as the tool defines and weights them (GuideLLM's
+token-weighted TPOT, inference-perf's TPOT), ``ServingRun.percentiles`` its
+percentile method (GuideLLM: ``inverse_cdf``, :func:`percentile_inverse_cdf`).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ __all__ = [
     "goodput",
     "parse_percentile",
     "parse_stat",
+    "percentile_inverse_cdf",
     "throughput",
 ]
 
@@ -105,10 +108,8 @@ class RunStats:
         why = _missing(r, latency)
         if why is not None:
             return why
-        own = r.tool_values.get(latency)
-        if own is not None:
-            # The tool's own per-request definition (NaN: the tool has no value there).
-            return own[r.ok & ~np.isnan(own)]
+        if latency in r.samples:  # the tool's own definition (GuideLLM's weighted TPOT)
+            return r.samples[latency]
         if latency == "ttft":
             return r.ttfts[r.ok]
         if latency == "itl":
@@ -142,6 +143,8 @@ class RunStats:
             n, total, squares = _exact_sums(v)
             return Root((n * squares - total * total) / (n * n))
         assert p is not None
+        if self.run.percentiles == "inverse_cdf":
+            return percentile_inverse_cdf(self.sorted(latency), p)
         return percentile_sorted(self.sorted(latency), p)
 
 
@@ -193,6 +196,20 @@ def percentile_sorted(x: Floats, p: Fraction) -> Fraction:
         return a
     b = Fraction(float(x[lo + 1]))
     return a + frac * (b - a)
+
+
+def percentile_inverse_cdf(x: Floats, p: Fraction) -> Fraction:
+    """GuideLLM's percentile over ascending ``x`` (a value repeated once per unit of
+    weight): equal values merged with their counts as weights, the weights divided by
+    their sum and summed in doubles (``numpy.cumsum``), then the first value whose
+    cumulative share reaches the double nearest P/100 (``numpy.searchsorted``, left).
+    The doubles are the definition: at an exact tie (P/100 = k/n) their rounding
+    decides which of two neighbours is the percentile, as it does in the tool."""
+    values, counts = np.unique(x, return_counts=True)
+    weights = counts.astype(np.float64)
+    cdf = np.cumsum(weights / np.sum(weights))
+    i = int(np.searchsorted(cdf, float(p / 100), side="left"))
+    return Fraction(float(values[min(i, values.size - 1)]))
 
 
 def throughput(run: ServingRun, what: str) -> Fraction | str:

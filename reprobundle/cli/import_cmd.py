@@ -134,7 +134,9 @@ def import_command(
     verbosity: int,
     as_json: bool,
 ) -> None:
-    """Import a serving benchmark's results (FORMAT: vllm, aiperf, inference-perf) as a campaign.
+    """Import a serving benchmark's result files as a campaign directory.
+
+    FORMAT: vllm, aiperf, guidellm, sglang or inference-perf.
 
     Every SOURCE must be assigned to an arm with --arm NAME=FILE (a file named only
     by --arm is a source too). The source files are carried verbatim; the
