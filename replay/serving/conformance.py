@@ -32,8 +32,9 @@ __all__ = [
 
 NOT_EVIDENCED = (
     "request order (the benchmark tool records no per-request send order)",
-    "per-request timestamps on a wall clock (at most monotonic start offsets are recorded, "
-    "vLLM's 'start_times'; none were invented)",
+    "per-request timestamps on a wall clock (the tool records at most offsets on a "
+    "monotonic clock: vLLM's 'start_times', inference-perf's start and end times, or none "
+    "at all for SGLang; none were invented)",
     "server identity (the tool does not name the server instance that answered)",
 )
 
