@@ -120,18 +120,36 @@ def seal_command(
         _print_seal(res, verbosity, campaign_dir)
 
 
-def _plan_warning(warning: str, verbosity: int, campaign_dir: Path) -> str:
-    """A plan-check warning in one line, unless -v: where, field and code, and where to read more.
+def _plan_warnings(warnings: list[str], verbosity: int, campaign_dir: Path) -> list[str]:
+    """Seal's warnings, each plan's plan-check warnings in one line unless -v.
 
     Seal's plan warnings read ``PLAN, field 'F': plan check warning [CODE]: WHY``
     (``bundler.campaign.plan_check.seal_plan_findings``); WHY runs to hundreds of
-    characters and ``bundle plan check`` prints it with the schedule that explains it.
+    characters and ``bundle plan check`` prints it with the schedule that explains it,
+    so the default view names each plan's codes once and where to read more.
     """
-    head, sep, _ = warning.partition("]: ")
-    if not sep or verbosity >= VERBOSE:
-        return warning
-    plan = campaign_dir / head.split(", field ", 1)[0]
-    return f"{head}]; details: bundle plan check {plan} (or seal -v)"
+    if verbosity >= VERBOSE:
+        return list(warnings)
+    out: list[str] = []
+    codes: dict[str, list[str]] = {}
+    for w in warnings:
+        head, sep, _ = w.partition("]: ")
+        plan, field_sep, rest = head.partition(", field ")
+        code = rest.rpartition("[")[2]
+        if not sep or not field_sep or not code:
+            out.append(w)
+            continue
+        if plan not in codes:
+            codes[plan] = []
+            out.append(plan)  # a place holder, filled below, keeps the first position
+        codes[plan].append(code)
+    return [
+        f"{w}: {len(codes[w])} plan check warning(s) [{', '.join(codes[w])}]; details: "
+        f"bundle plan check {campaign_dir / w} (or seal -v)"
+        if w in codes
+        else w
+        for w in out
+    ]
 
 
 def _print_seal(res: SealResult, verbosity: int, campaign_dir: Path) -> None:
@@ -152,8 +170,8 @@ def _print_seal(res: SealResult, verbosity: int, campaign_dir: Path) -> None:
     scrubbed = sum(r["count"] for r in res.sanitization)
     say(f"  scrubbed {scrubbed} value(s) in {len(res.sanitization)} field(s)")
     say("  signers  " + (", ".join(res.signers) if res.signers else "none (unsigned)"))
-    for w in res.warnings:
-        say(f"  warning: {_plan_warning(w, verbosity, campaign_dir)}", err=True)
+    for w in _plan_warnings(list(res.warnings), verbosity, campaign_dir):
+        say(f"  warning: {w}", err=True)
     findings = res.findings if verbosity >= VERBOSE else res.findings[:5]
     for f in findings:
         say(
