@@ -102,7 +102,7 @@ def _both(camp: Path) -> tuple[bytes | list[Any], bytes | list[Any]]:
 
 def _csv(rows: list[dict[str, Any]]) -> str:
     buf = io.StringIO()
-    cols = [f for f in FIELDS if any(f in r for r in rows)]
+    cols = [f for f in (*FIELDS, *UNKNOWN) if any(f in r for r in rows)]
     w = csv.DictWriter(buf, cols, lineterminator="\n")
     w.writeheader()
     for r in rows:
@@ -128,6 +128,15 @@ _text = st.one_of(
     st.sampled_from(SECRETS),
     st.builds(lambda a, b: f"{a} {b}", st.sampled_from(SECRETS), st.text(max_size=6)),
 )
+UNKNOWN: dict[str, st.SearchStrategy[Any]] = {
+    "prompt_id": st.text(max_size=8),
+    "note": st.one_of(st.none(), _text),
+    "npu.clock": st.one_of(st.none(), st.integers(-(2**53) + 1, 2**53 - 1)),
+    "ratio": st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False)),
+    "warm": st.one_of(st.none(), st.booleans()),
+    "é key": st.one_of(st.none(), st.text(max_size=4)),
+    "api_token": st.one_of(st.none(), st.text(max_size=6)),
+}
 
 
 @st.composite
@@ -170,6 +179,10 @@ def _row(draw: st.DrawFn, i: int) -> dict[str, Any]:
     for k, strat in optional.items():
         if draw(st.booleans()):
             row[k] = draw(strat)
+    # Fields beyond the schema (kept in `extra`), each of one JSON type or null.
+    for k, strat in UNKNOWN.items():
+        if draw(st.booleans()):
+            row[k] = draw(strat)
     return row
 
 
@@ -208,6 +221,15 @@ def test_generated_receipts_take_the_columnar_path(tmp_path: Path) -> None:
     rows[2]["error"] = "Bearer abcdefghijklmnop at /home/alice"
     rows[3]["http_status"] = None
     rows[4]["seq"] = 2**63 - 1
+    # Unknown fields (issue 22): present, absent and explicitly null, of every scalar type.
+    for i, r in enumerate(rows):
+        r["prompt_id"] = f"p{i % 3}"
+        if i % 2:
+            r["npu.clock"] = None if i % 4 == 1 else 1800 + i
+            r["ratio"] = [0.5, 1.5e-7, -0.0, 3.0][i % 4]
+        if i % 3 == 0:
+            r["warm"] = i % 2 == 0
+            r["note"] = None if i % 6 else 'say "hi" \\ \x01 10.0.0.9'
     for name, text in (("receipts.jsonl", _jsonl(rows)), ("receipts.csv", _csv(rows))):
         camp = _campaign(tmp_path / name, name, text)
         assert read_columnar(camp / name, "receipts") is not None, name
@@ -226,8 +248,20 @@ _HOSTILE_JSONL = {
     "huge float": _GOOD.replace('"e2e_s": 129.0', '"e2e_s": 1e400'),
     "int beyond int64": _GOOD.replace('"seq": 0', '"seq": 9223372036854775808'),
     "integral float seq": _GOOD.replace('"seq": 0', '"seq": 0.0'),
-    "unknown field": _GOOD[:-1] + ', "npu_clock": 1800}',
     "unknown big int": _GOOD[:-1] + ', "npu_clock": 9007199254740993}',
+    "unknown big int, then a float": _GOOD[:-1]
+    + ', "npu_clock": 9007199254740993}\n'
+    + _GOOD.replace("b1-0", "b1-y")[:-1]
+    + ', "npu_clock": 1.5}',
+    "unknown object": _GOOD[:-1] + ', "npu": {"clock": 1}}',
+    "unknown array": _GOOD[:-1] + ', "npu": [1, null]}',
+    "unknown type change": _GOOD[:-1]
+    + ', "npu": 1}\n'
+    + _GOOD.replace("b1-0", "b1-y")[:-1]
+    + ', "npu": "x"}',
+    "unknown escaped key null": _GOOD[:-1] + ', "\\u006epu": null, "npu": 1}',
+    "unknown null and text with a null token": _GOOD[:-1] + ', "npu": null, "note": "a:null"}',
+    "unknown comma key null": _GOOD[:-1] + ', ",": null}',
     "missing required": _GOOD.replace('"status": "ok", ', ""),
     "null required": _GOOD.replace('"status": "ok"', '"status": null'),
     "bad enum": _GOOD.replace('"status": "ok"', '"status": "OK"'),

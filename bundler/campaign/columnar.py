@@ -12,8 +12,8 @@ per-row path would store (same int64s, same IEEE doubles, same timestamps, same
 strings). Whenever it is not sure -- any reader error, any value that fails a
 check, any input the two readers might see differently (a byte-order mark, a
 carriage return, a Unicode line separator, a surrogate escape, a blank line,
-unknown fields) -- it returns ``None`` and the caller runs the per-row path,
-which names the file, line and field of every problem.
+an unknown field holding an object or array) -- it returns ``None`` and the
+caller runs the per-row path, which names the file, line and field of every problem.
 """
 
 from __future__ import annotations
@@ -23,13 +23,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.json as pjson
 
+from bundler.campaign.extra import JCS_MAX_INT, UnknownColumn, extra_column
 from bundler.format.columns import all_true, column_kinds, numbers_ok, strings_ok
 from bundler.format.tables import (
     EXTRA_COLUMN,
@@ -43,6 +45,7 @@ __all__ = [
     "COLUMNAR_TABLES",
     "PER_ROW_ENV",
     "ColumnTable",
+    "UnknownColumn",
     "per_row_forced",
     "read_columnar",
     "to_bundle_table",
@@ -73,6 +76,10 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _BLANK_LINE = re.compile(rb"(?:^|\n)[ \t]*\n")
 _TWO_OBJECTS = re.compile(rb"\}[ \t]*\{")
 _INTEGER = "^-?[0-9]+$"
+# Field names for which a `"name": null` match can only be a member (no quote, backslash,
+# blank, comma or colon); explicit nulls of other names go per-row.
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]+\Z")
+_NULL_AFTER = "[ \t]*:[ \t]*null"
 _NUMBER = r"^-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
 
 
@@ -86,13 +93,15 @@ def per_row_forced() -> bool:
 class ColumnTable:
     """A table read and checked column-wise: typed columns, unscrubbed, in file order.
 
-    Columns follow the table's Arrow schema (without ``extra``: a file with
-    unknown fields goes the per-row way); each is one contiguous array.
-    Row ``i`` came from line ``i + first_line`` of its file.
+    Columns follow the table's Arrow schema (without ``extra``); each is one
+    contiguous array. Fields beyond the schema are in ``unknown``, in order of
+    first appearance, raw (unscrubbed). Row ``i`` came from line ``i + first_line``
+    of its file.
     """
 
     table: pa.Table
     first_line: int
+    unknown: tuple[UnknownColumn, ...] = ()
 
     @property
     def num_rows(self) -> int:
@@ -181,7 +190,76 @@ def _has_blank_line(data: bytes) -> bool:
     return False
 
 
-def _read_jsonl(
+def _json_table(data: bytes, schema: pa.Schema, unexpected: Literal["infer", "error"]) -> pa.Table:
+    return pjson.read_json(
+        cast(Any, pa.BufferReader(data)),
+        read_options=pjson.ReadOptions(use_threads=True, block_size=16 << 20),
+        parse_options=pjson.ParseOptions(
+            explicit_schema=schema, unexpected_field_behavior=unexpected
+        ),
+    )
+
+
+def _lines(data: bytes) -> pa.Array[Any]:
+    """Every line of ``data`` (newline kept) as one string array over the same bytes."""
+    ends = np.flatnonzero(np.frombuffer(data, np.uint8) == ord("\n")) + 1
+    offsets = np.concatenate(([0], ends[ends < len(data)], [len(data)])).astype(np.int64)
+    return pa.LargeStringArray.from_buffers(
+        len(offsets) - 1, pa.py_buffer(offsets.tobytes()), pa.py_buffer(data)
+    )
+
+
+def _null_member(names: list[str]) -> str:
+    return '"(?:' + "|".join(re.escape(n) for n in names) + ')"' + _NULL_AFTER
+
+
+def _present(
+    data: bytes, arrays: dict[str, pa.Array[Any]], known: list[str]
+) -> dict[str, pa.Array[Any]] | None:
+    """Which rows carry each unknown field; None when explicit nulls cannot be told apart.
+
+    Arrow reads an absent field and ``null`` alike; the per-row path keeps ``"k":null``
+    in ``extra``. A line's ``"k": null`` is found by a regular expression, exact for
+    plain names: only when every null token of the file is such a member of a
+    named field (no escaped key, no ``:null`` inside a string) are the masks trusted.
+    """
+    with_nulls = [n for n, a in arrays.items() if a.null_count]
+    out: dict[str, pa.Array[Any]] = {n: pc.is_valid(a) for n, a in arrays.items()}
+    if not with_nulls or b"null" not in data:
+        return out
+    if not all(_PLAIN_NAME.match(n) for n in [*with_nulls, *known]):
+        return None
+    lines: Any = _lines(data)
+    tokens = pc.sum(pc.count_substring_regex(lines, _NULL_AFTER)).as_py() or 0
+    members = pc.sum(pc.count_substring_regex(lines, _null_member([*known, *with_nulls])))
+    if tokens != (members.as_py() or 0):
+        return None
+    for n in with_nulls:
+        out[n] = pc.or_(out[n], pc.match_substring_regex(lines, _null_member([n])))
+    return out
+
+
+def _unknown_ok(arr: pa.Array[Any]) -> bool:
+    """Whether the per-row path would store this inferred column's values exactly so."""
+    t = arr.type
+    if pa.types.is_string(t) or pa.types.is_boolean(t) or pa.types.is_null(t):
+        return True
+    if not (pa.types.is_int64(t) or pa.types.is_float64(t)):
+        return False  # objects, arrays: the per-row path
+    valid: Any = arr.drop_null()
+    if len(valid) == 0:
+        return True
+    if pa.types.is_float64(t):
+        if not all_true(pc.is_finite(valid)):
+            return False
+        # An integer literal beyond 2**53 is refused per row; in a double column it
+        # cannot be told from a float literal, so any big integral value goes per-row.
+        valid = pc.if_else(pc.equal(pc.trunc(valid), valid), valid, 0.0)
+    mm: Any = pc.min_max(pc.abs(valid)).as_py()
+    return bool(mm["max"] <= JCS_MAX_INT)
+
+
+def _read_jsonl(  # noqa: PLR0911
     data: bytes, plan: dict[str, tuple[dict[str, Any], list[str], bool]]
 ) -> ColumnTable | None:
     # One object per line, no blank lines: then row i is line i + 1, as the per-row path counts.
@@ -195,16 +273,25 @@ def _read_jsonl(
     if not data.startswith(b"{") or data.count(b"\n{") != lines - 1:
         return None
     schema = pa.schema([(f, _read_type(k)) for f, (_, k, _) in plan.items()])
-    table = pjson.read_json(
-        cast(Any, pa.BufferReader(data)),
-        read_options=pjson.ReadOptions(use_threads=True, block_size=16 << 20),
-        parse_options=pjson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error"),
-    )
+    table = _json_table(data, schema, "infer")
+    unknown = [f for f in table.schema if f.name not in plan]
+    if any(pa.types.is_temporal(f.type) for f in unknown):
+        # Arrow infers timestamps from ISO-looking text; the per-row path keeps the text.
+        typed = [(f.name, pa.string() if pa.types.is_temporal(f.type) else f.type) for f in unknown]
+        table = _json_table(data, pa.schema([*schema, *typed]), "error")
     if table.num_rows != lines:
         return None
     columns = {f: table.column(f).combine_chunks() for f in table.column_names}
+    extra = {f.name: columns.pop(f.name) for f in unknown}
+    if not all(_unknown_ok(a) for a in extra.values()):
+        return None
+    present = _present(data, extra, list(plan)) if extra else {}
+    if present is None:
+        return None
     checked = _checked(columns, plan, lines)
-    return None if checked is None else ColumnTable(checked, 1)
+    if checked is None:
+        return None
+    return ColumnTable(checked, 1, tuple(UnknownColumn(n, a, present[n]) for n, a in extra.items()))
 
 
 def _from_csv_text(arr: pa.Array[Any], kinds: list[str]) -> pa.Array[Any] | None:
@@ -230,8 +317,8 @@ def _read_csv(
     if '"' in header:
         return None
     names = header.split(",")
-    if len(set(names)) != len(names) or not set(names) <= set(plan):
-        return None  # duplicate or unknown columns: the per-row path keeps them in `extra`
+    if len(set(names)) != len(names):
+        return None  # duplicate columns: the per-row path decides which cell wins
     table = pcsv.read_csv(
         cast(Any, pa.BufferReader(data)),
         read_options=pcsv.ReadOptions(use_threads=True, block_size=16 << 20),
@@ -245,14 +332,26 @@ def _read_csv(
     if table.column_names != names:
         return None
     columns: dict[str, pa.Array[Any]] = {}
+    unknown: list[UnknownColumn] = []
     for f in names:
-        arr = _from_csv_text(table.column(f).combine_chunks(), plan[f][1])
+        text = table.column(f).combine_chunks()
+        if f not in plan:
+            # An unknown cell is kept as text; an empty one is absent, as per row.
+            text_any: Any = text
+            cells: Any = pc.if_else(
+                pc.equal(text_any, pa.scalar("")), pa.scalar(None, pa.string()), text
+            )
+            unknown.append(UnknownColumn(f, cells, pc.is_valid(cells)))
+            continue
+        arr = _from_csv_text(text, plan[f][1])
         if arr is None:
             return None
         columns[f] = arr
     # DictReader numbers records from 2 (the header is line 1) whatever spans lines.
     checked = _checked(columns, plan, table.num_rows)
-    return None if checked is None or checked.num_rows == 0 else ColumnTable(checked, 2)
+    if checked is None or checked.num_rows == 0:
+        return None
+    return ColumnTable(checked, 2, tuple(unknown))
 
 
 def read_columnar(  # noqa: PLR0911
@@ -300,10 +399,20 @@ def to_bundle_table(name: str, ct: ColumnTable, scrub: ArrowScrub | None = None)
     arrays: list[pa.Array[Any]] = []
     for f in asch:
         if f.name == EXTRA_COLUMN:
-            arrays.append(pa.nulls(ct.num_rows, pa.string()))
             continue
         arr = ct.column(f.name)
         if scrub is not None and scrubbable(schema["properties"][f.name]):
             arr = scrub(f.name, arr)
         arrays.append(arr.cast(f.type))
+    # Unknown fields after every schema column, as rows_to_table scrubs them; numbers,
+    # booleans and nulls are never touched by the sanitizer.
+    unknown = list(ct.unknown)
+    if scrub is not None:
+        unknown = [
+            UnknownColumn(u.name, scrub(f"{EXTRA_COLUMN}.{u.name}", u.values), u.present)
+            if pa.types.is_string(u.values.type)
+            else u
+            for u in unknown
+        ]
+    arrays.append(extra_column(unknown, ct.num_rows))
     return pa.Table.from_arrays(arrays, schema=asch)
