@@ -238,6 +238,31 @@ def test_generated_receipts_take_the_columnar_path(tmp_path: Path) -> None:
         assert col == row
 
 
+_UNKNOWN_NULLS = {
+    "null beside a string holding a null member": [
+        ', "npu": null, "note": "say \\"npu\\" is: null"',
+        ', "note": "\\"npu\\" b: null npu: null"',
+    ],
+    "spacing around the colon": [', "npu" :\tnull', ', "npu":1.5', ""],
+    "null only": [', "npu": null', ""],
+    "string and null": [', "npu": "x"', ', "npu": null', ""],
+}
+
+
+@pytest.mark.parametrize("case", sorted(_UNKNOWN_NULLS))
+def test_unknown_nulls_are_told_from_absent_column_wise(tmp_path: Path, case: str) -> None:
+    """An explicit null of an unknown field is kept in `extra`, an absent one is not (issue 22)."""
+    rows = [json.dumps(r) for r in receipts()]
+    tails = _UNKNOWN_NULLS[case]
+    text = "".join(r[:-1] + tails[i % len(tails)] + "}\n" for i, r in enumerate(rows))
+    camp = write_campaign(tmp_path / "c")
+    (camp / "receipts.jsonl").write_text(text, encoding="utf-8")
+    assert read_columnar(camp / "receipts.jsonl", "receipts") is not None
+    col, row = _both(camp)
+    assert isinstance(col, bytes)
+    assert col == row
+
+
 # --- inputs the columnar path must hand to the per-row path ---------------------------------------
 
 _GOOD = json.dumps(receipts()[0])
@@ -260,8 +285,9 @@ _HOSTILE_JSONL = {
     + _GOOD.replace("b1-0", "b1-y")[:-1]
     + ', "npu": "x"}',
     "unknown escaped key null": _GOOD[:-1] + ', "\\u006epu": null, "npu": 1}',
-    "unknown null and text with a null token": _GOOD[:-1] + ', "npu": null, "note": "a:null"}',
     "unknown comma key null": _GOOD[:-1] + ', ",": null}',
+    "unknown null and an escaped quote before a null": _GOOD[:-1]
+    + ', "npu": null, "note": "\\"npu\\": null"}',
     "missing required": _GOOD.replace('"status": "ok", ', ""),
     "null required": _GOOD.replace('"status": "ok"', '"status": null'),
     "bad enum": _GOOD.replace('"status": "ok"', '"status": "OK"'),

@@ -73,13 +73,13 @@ _OTHER_BREAKS = (
 )
 _BOM = b"\xef\xbb\xbf"
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-_BLANK_LINE = re.compile(rb"(?:^|\n)[ \t]*\n")
 _TWO_OBJECTS = re.compile(rb"\}[ \t]*\{")
 _INTEGER = "^-?[0-9]+$"
 # Field names for which a `"name": null` match can only be a member (no quote, backslash,
 # blank, comma or colon); explicit nulls of other names go per-row.
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]+\Z")
 _NULL_AFTER = "[ \t]*:[ \t]*null"
+_ESCAPED_KEY_NULL = re.compile(rb'\\[^"\n]*"' + _NULL_AFTER.encode())
 _NUMBER = r"^-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
 
 
@@ -181,15 +181,6 @@ def _text_ok(data: bytes) -> bool:
     return not (b"\\u" in data and _SURROGATE_ESCAPE.search(data))
 
 
-def _has_blank_line(data: bytes) -> bool:
-    """Whether some line is empty or only blanks (cheap byte scans first; regex if needed)."""
-    if data.startswith(b"\n") or b"\n\n" in data:
-        return True
-    if b"\n " in data or b"\n\t" in data or data.startswith((b" ", b"\t")):
-        return _BLANK_LINE.search(data) is not None
-    return False
-
-
 def _json_table(data: bytes, schema: pa.Schema, unexpected: Literal["infer", "error"]) -> pa.Table:
     return pjson.read_json(
         cast(Any, pa.BufferReader(data)),
@@ -200,42 +191,58 @@ def _json_table(data: bytes, schema: pa.Schema, unexpected: Literal["infer", "er
     )
 
 
-def _lines(data: bytes) -> pa.Array[Any]:
-    """Every line of ``data`` (newline kept) as one string array over the same bytes."""
+def _line_starts(data: bytes) -> np.ndarray[Any, Any]:
+    """Where each line of ``data`` starts (a final newline opens no line)."""
     ends = np.flatnonzero(np.frombuffer(data, np.uint8) == ord("\n")) + 1
-    offsets = np.concatenate(([0], ends[ends < len(data)], [len(data)])).astype(np.int64)
+    return np.concatenate(([0], ends[ends < len(data)])).astype(np.int64)
+
+
+def _lines(data: bytes, starts: np.ndarray[Any, Any]) -> pa.Array[Any]:
+    """Every line of ``data`` (newline kept) as one string array over the same bytes."""
+    offsets = np.concatenate((starts, [len(data)])).astype(np.int64)
     return pa.LargeStringArray.from_buffers(
-        len(offsets) - 1, pa.py_buffer(offsets.tobytes()), pa.py_buffer(data)
+        len(starts), pa.py_buffer(offsets.tobytes()), pa.py_buffer(data)
     )
 
 
-def _null_member(names: list[str]) -> str:
-    return '"(?:' + "|".join(re.escape(n) for n in names) + ')"' + _NULL_AFTER
+def _null_member(name: str) -> str:
+    return '"' + re.escape(name) + '"' + _NULL_AFTER
+
+
+def _escaped_key_null(data: bytes) -> bool:
+    """Whether some key spelled with an escape (``"\\u0061"``) may hold ``null``."""
+    return b"\\" in data and _ESCAPED_KEY_NULL.search(data) is not None
 
 
 def _present(
-    data: bytes, arrays: dict[str, pa.Array[Any]], known: list[str]
+    data: bytes, arrays: dict[str, pa.Array[Any]], starts: np.ndarray[Any, Any]
 ) -> dict[str, pa.Array[Any]] | None:
     """Which rows carry each unknown field; None when explicit nulls cannot be told apart.
 
     Arrow reads an absent field and ``null`` alike; the per-row path keeps ``"k":null``
-    in ``extra``. A line's ``"k": null`` is found by a regular expression, exact for
-    plain names: only when every null token of the file is such a member of a
-    named field (no escaped key, no ``:null`` inside a string) are the masks trusted.
+    in ``extra``. For a plain name (letters, digits, ``_.-``) the text ``"k": null``
+    can only be that member: inside a JSON string every quote is escaped, and none
+    of those characters may follow a closing quote. So on the lines where Arrow read
+    ``k`` as null, a regular expression tells null from absent, provided no key in
+    the file is spelled with an escape before a null (then: per-row).
     """
-    with_nulls = [n for n, a in arrays.items() if a.null_count]
     out: dict[str, pa.Array[Any]] = {n: pc.is_valid(a) for n, a in arrays.items()}
+    with_nulls = [n for n, a in arrays.items() if a.null_count]
     if not with_nulls or b"null" not in data:
         return out
-    if not all(_PLAIN_NAME.match(n) for n in [*with_nulls, *known]):
+    if _escaped_key_null(data):
         return None
-    lines: Any = _lines(data)
-    tokens = pc.sum(pc.count_substring_regex(lines, _NULL_AFTER)).as_py() or 0
-    members = pc.sum(pc.count_substring_regex(lines, _null_member([*known, *with_nulls])))
-    if tokens != (members.as_py() or 0):
+    maybe = [n for n in with_nulls if re.search(_null_member(n).encode("utf-8"), data)]
+    if not all(_PLAIN_NAME.match(n) for n in maybe):
         return None
-    for n in with_nulls:
-        out[n] = pc.or_(out[n], pc.match_substring_regex(lines, _null_member([n])))
+    lines: Any = _lines(data, starts)
+    for n in maybe:
+        mask = out[n].to_numpy(zero_copy_only=False).copy()
+        rows = np.flatnonzero(~mask)
+        idx: Any = pa.array(rows, pa.int64())
+        hits: Any = pc.match_substring_regex(pc.take(lines, idx), _null_member(n))
+        mask[rows] = hits.to_numpy(zero_copy_only=False)
+        out[n] = pa.array(mask, pa.bool_())
     return out
 
 
@@ -263,15 +270,17 @@ def _read_jsonl(  # noqa: PLR0911
     data: bytes, plan: dict[str, tuple[dict[str, Any], list[str], bool]]
 ) -> ColumnTable | None:
     # One object per line, no blank lines: then row i is line i + 1, as the per-row path counts.
-    if _has_blank_line(data) or (b"}" in data and _TWO_OBJECTS.search(data)):
+    if b"}" in data and _TWO_OBJECTS.search(data):
         return None
     if not data.rstrip(b" \t\n").endswith(b"}"):
         return None
-    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-    # Every line must open an object: pyarrow 26's JSON reader crashes the process (SIGSEGV)
-    # on a bare `null` line, and other non-object lines are the per-row path's to locate.
-    if not data.startswith(b"{") or data.count(b"\n{") != lines - 1:
+    # Every line must open an object (so none is blank or indented): pyarrow 26's JSON
+    # reader crashes the process (SIGSEGV) on a bare `null` line, and other non-object
+    # lines are the per-row path's to locate.
+    starts = _line_starts(data)
+    if not bool(np.all(np.frombuffer(data, np.uint8)[starts] == ord("{"))):
         return None
+    lines = len(starts)
     schema = pa.schema([(f, _read_type(k)) for f, (_, k, _) in plan.items()])
     table = _json_table(data, schema, "infer")
     unknown = [f for f in table.schema if f.name not in plan]
@@ -285,7 +294,7 @@ def _read_jsonl(  # noqa: PLR0911
     extra = {f.name: columns.pop(f.name) for f in unknown}
     if not all(_unknown_ok(a) for a in extra.values()):
         return None
-    present = _present(data, extra, list(plan)) if extra else {}
+    present = _present(data, extra, starts) if extra else {}
     if present is None:
         return None
     checked = _checked(columns, plan, lines)
