@@ -73,7 +73,6 @@ _OTHER_BREAKS = (
 )
 _BOM = b"\xef\xbb\xbf"
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-_TWO_OBJECTS = re.compile(rb"\}[ \t]*\{")
 _INTEGER = "^-?[0-9]+$"
 # Field names for which a `"name": null` match can only be a member (no quote, backslash,
 # blank, comma or colon); explicit nulls of other names go per-row.
@@ -191,20 +190,6 @@ def _json_table(data: bytes, schema: pa.Schema, unexpected: Literal["infer", "er
     )
 
 
-def _line_starts(data: bytes) -> np.ndarray[Any, Any]:
-    """Where each line of ``data`` starts (a final newline opens no line)."""
-    ends = np.flatnonzero(np.frombuffer(data, np.uint8) == ord("\n")) + 1
-    return np.concatenate(([0], ends[ends < len(data)])).astype(np.int64)
-
-
-def _lines(data: bytes, starts: np.ndarray[Any, Any]) -> pa.Array[Any]:
-    """Every line of ``data`` (newline kept) as one string array over the same bytes."""
-    offsets = np.concatenate((starts, [len(data)])).astype(np.int64)
-    return pa.LargeStringArray.from_buffers(
-        len(starts), pa.py_buffer(offsets.tobytes()), pa.py_buffer(data)
-    )
-
-
 def _null_member(name: str) -> str:
     return '"' + re.escape(name) + '"' + _NULL_AFTER
 
@@ -214,9 +199,7 @@ def _escaped_key_null(data: bytes) -> bool:
     return b"\\" in data and _ESCAPED_KEY_NULL.search(data) is not None
 
 
-def _present(
-    data: bytes, arrays: dict[str, pa.Array[Any]], starts: np.ndarray[Any, Any]
-) -> dict[str, pa.Array[Any]] | None:
+def _present(data: bytes, arrays: dict[str, pa.Array[Any]]) -> dict[str, pa.Array[Any]] | None:
     """Which rows carry each unknown field; None when explicit nulls cannot be told apart.
 
     Arrow reads an absent field and ``null`` alike; the per-row path keeps ``"k":null``
@@ -233,16 +216,54 @@ def _present(
     if _escaped_key_null(data):
         return None
     maybe = [n for n in with_nulls if re.search(_null_member(n).encode("utf-8"), data)]
+    if not maybe:
+        return out
     if not all(_PLAIN_NAME.match(n) for n in maybe):
         return None
-    lines: Any = _lines(data, starts)
     for n in maybe:
         mask = out[n].to_numpy(zero_copy_only=False).copy()
-        rows = np.flatnonzero(~mask)
-        idx: Any = pa.array(rows, pa.int64())
-        hits: Any = pc.match_substring_regex(pc.take(lines, idx), _null_member(n))
-        mask[rows] = hits.to_numpy(zero_copy_only=False)
+        rows = _rows_matching(data, n)
+        if mask[rows].any():
+            return None  # a value Arrow read where the text says null: not sure
+        mask[rows] = True
         out[n] = pa.array(mask, pa.bool_())
+    return out
+
+
+def _rows_matching(data: bytes, name: str) -> np.ndarray[Any, Any]:
+    """The line numbers (from 0) holding ``"name": null`` in any spacing."""
+    # The usual spelling is found with bytes.find; RE2, in one pass over the whole text,
+    # counts every spelling; only when they differ does Python's regex walk the file.
+    whole: Any = pa.LargeStringArray.from_buffers(
+        1, pa.py_buffer(np.array([0, len(data)], np.int64).tobytes()), pa.py_buffer(data)
+    )
+    total = pc.count_substring_regex(whole, _null_member(name))[0].as_py()
+    literal = f'"{name}": null'.encode()
+    starts: list[int] = []
+    at = data.find(literal)
+    while at >= 0:
+        starts.append(at)
+        at = data.find(literal, at + len(literal))
+    if len(starts) != total:
+        starts = [m.start() for m in re.finditer(_null_member(name).encode("utf-8"), data)]
+    return np.searchsorted(_newlines(data), np.array(starts, dtype=np.int64))
+
+
+def _newlines(data: bytes, block: int = 16 << 20) -> np.ndarray[Any, Any]:
+    """Offsets of every newline, found a block at a time (no file-sized temporary)."""
+    buf = np.frombuffer(data, np.uint8)
+    parts = [np.flatnonzero(buf[i : i + block] == ord("\n")) + i for i in range(0, len(buf), block)]
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def _contiguous(table: pa.Table) -> dict[str, pa.Array[Any]]:
+    """Each column as one array; a column's chunks are let go once it is copied (peak RSS)."""
+    names = table.column_names
+    chunked = list(table.columns)
+    del table
+    out: dict[str, pa.Array[Any]] = {}
+    for name in names:
+        out[name] = chunked.pop(0).combine_chunks()
     return out
 
 
@@ -269,18 +290,16 @@ def _unknown_ok(arr: pa.Array[Any]) -> bool:
 def _read_jsonl(  # noqa: PLR0911
     data: bytes, plan: dict[str, tuple[dict[str, Any], list[str], bool]]
 ) -> ColumnTable | None:
-    # One object per line, no blank lines: then row i is line i + 1, as the per-row path counts.
-    if b"}" in data and _TWO_OBJECTS.search(data):
+    # One object per line, no blank lines: then row i is line i + 1, as the per-row path
+    # counts. Two objects on one line give more rows than lines (checked after reading).
+    if not data[-64:].rstrip(b" \t\n").endswith(b"}"):
         return None
-    if not data.rstrip(b" \t\n").endswith(b"}"):
-        return None
+    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
     # Every line must open an object (so none is blank or indented): pyarrow 26's JSON
     # reader crashes the process (SIGSEGV) on a bare `null` line, and other non-object
     # lines are the per-row path's to locate.
-    starts = _line_starts(data)
-    if not bool(np.all(np.frombuffer(data, np.uint8)[starts] == ord("{"))):
+    if not data.startswith(b"{") or data.count(b"\n{") != lines - 1:
         return None
-    lines = len(starts)
     schema = pa.schema([(f, _read_type(k)) for f, (_, k, _) in plan.items()])
     table = _json_table(data, schema, "infer")
     unknown = [f for f in table.schema if f.name not in plan]
@@ -290,11 +309,12 @@ def _read_jsonl(  # noqa: PLR0911
         table = _json_table(data, pa.schema([*schema, *typed]), "error")
     if table.num_rows != lines:
         return None
-    columns = {f: table.column(f).combine_chunks() for f in table.column_names}
+    columns = _contiguous(table)
+    del table
     extra = {f.name: columns.pop(f.name) for f in unknown}
     if not all(_unknown_ok(a) for a in extra.values()):
         return None
-    present = _present(data, extra, starts) if extra else {}
+    present = _present(data, extra) if extra else {}
     if present is None:
         return None
     checked = _checked(columns, plan, lines)
