@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import platform
 import resource
@@ -149,6 +150,14 @@ def _csv_tail(shape: str, i: int, shas: list[str], tokens: list[int]) -> str:
     return tail + f",q{i % 50},{tokens[i]},{ttft},{hit},t{i:x}-{shas[i][:8]}"
 
 
+def generate(camp: Path, n: int, fmt: str, shape: str) -> None:
+    """The campaign of ``bench/replay_scale.py`` with its receipts in ``fmt`` and ``shape``."""
+    write_campaign(camp, n)
+    reshape(camp / "receipts.csv", camp / f"receipts.new.{fmt}", fmt, shape)
+    (camp / "receipts.csv").unlink()
+    (camp / f"receipts.new.{fmt}").rename(camp / f"receipts.{fmt}")
+
+
 @dataclass(frozen=True)
 class Run:
     """One path on one campaign: medians of wall and CPU, the worst peak."""
@@ -192,10 +201,13 @@ def measure(  # noqa: PLR0917
     """Generate one campaign, run every path ``repeat`` times, alternating."""
     camp = work / f"campaign-{n}-{fmt}-{shape}"
     note(f"[{n:>10,} {fmt} {shape}] generating")
-    write_campaign(camp, n)
-    reshape(camp / "receipts.csv", camp / f"receipts.new.{fmt}", fmt, shape)
-    (camp / "receipts.csv").unlink()
-    (camp / f"receipts.new.{fmt}").rename(camp / f"receipts.{fmt}")
+    # Generated in a child of its own: Linux carries a forking parent's RSS high-water
+    # mark into its children's ru_maxrss, so this process must stay small.
+    gen = multiprocessing.get_context("spawn").Process(target=generate, args=(camp, n, fmt, shape))
+    gen.start()
+    gen.join()
+    if gen.exitcode != 0:
+        raise SystemExit(f"generating {camp} failed")
     runs: dict[str, list[tuple[float, float, float, str]]] = {p: [] for p in paths}
     for i in range(repeat):
         for p in paths:
