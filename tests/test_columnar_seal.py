@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bundler.campaign.columnar import PER_ROW_ENV, read_columnar
+from bundler.campaign.columnar import JSON_BLOCK_BYTES, PER_ROW_ENV, read_columnar, to_bundle_table
 from bundler.campaign.load import load_campaign
 from bundler.campaign.sanitize import Sanitizer
 from bundler.campaign.sanitize_rules import ANY_RE2
@@ -261,6 +261,23 @@ def test_unknown_nulls_are_told_from_absent_column_wise(tmp_path: Path, case: st
     col, row = _both(camp)
     assert isinstance(col, bytes)
     assert col == row
+
+
+def test_field_first_met_after_the_first_block_stays_column_wise(tmp_path: Path) -> None:
+    """The streamed read settles its schema on the first block; a field met later makes
+    it read the file whole, still column-wise, with every value kept (issue 22)."""
+    base = receipts()[0]
+    n = JSON_BLOCK_BYTES // len(json.dumps(base)) + 1000
+    lines = [json.dumps({**base, "request_id": f"r{i}"}) for i in range(n)]
+    lines[-1] = lines[-1][:-1] + ', "late": 1.5}'
+    path = tmp_path / "receipts.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert path.stat().st_size > JSON_BLOCK_BYTES
+    ct = read_columnar(path, "receipts")
+    assert ct is not None
+    extra = to_bundle_table("receipts", ct).column("extra").to_pylist()
+    assert extra[-1] == '{"late":1.5}'
+    assert extra[:-1] == [None] * (n - 1)
 
 
 # --- inputs the columnar path must hand to the per-row path ---------------------------------------

