@@ -25,7 +25,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bundler.campaign.columnar import JSON_BLOCK_BYTES, PER_ROW_ENV, read_columnar, to_bundle_table
+from bundler.campaign.columnar import (
+    JSON_BLOCK_BYTES,
+    PER_ROW_ENV,
+    _is_utf8,
+    read_columnar,
+    to_bundle_table,
+)
 from bundler.campaign.load import load_campaign
 from bundler.campaign.sanitize import Sanitizer
 from bundler.campaign.sanitize_rules import ANY_RE2
@@ -433,3 +439,18 @@ def test_re2_prefilter_covers_every_rule(text: str) -> None:
     if not picked[0].as_py():
         assert san.scrub(text, "m", "f") == text
         assert not san.counts
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.one_of(st.binary(max_size=40), st.text(max_size=12).map(str.encode)),
+    block=st.integers(1, 8),
+)
+def test_blockwise_utf8_check_agrees_with_python(data: bytes, block: int) -> None:
+    """The block-at-a-time UTF-8 check (no file-sized str) accepts what bytes.decode does."""
+    try:
+        data.decode("utf-8")
+        expected = True
+    except UnicodeDecodeError:
+        expected = False
+    assert _is_utf8(data, block=block) is expected

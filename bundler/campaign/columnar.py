@@ -18,6 +18,7 @@ caller runs the per-row path, which names the file, line and field of every prob
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
 from collections.abc import Callable
@@ -175,12 +176,23 @@ def _text_ok(data: bytes) -> bool:
     ascii_only = data.isascii()
     if any(b in data for b in _OTHER_BREAKS if len(b) == 1 or not ascii_only):
         return False
-    if not ascii_only:
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            return False
+    if not ascii_only and not _is_utf8(data):
+        return False
     return not (b"\\u" in data and _SURROGATE_ESCAPE.search(data))
+
+
+def _is_utf8(data: bytes, block: int = 16 << 20) -> bool:
+    """Whether ``data`` is UTF-8 as Python's strict codec reads it, decoded a block at a
+    time (a whole decode would hold the file as a ``str``, up to 4 bytes a character)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    try:
+        for i in range(0, len(view), block):
+            decoder.decode(view[i : i + block])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _json_table(data: bytes, schema: pa.Schema, unexpected: Literal["infer", "error"]) -> pa.Table:
