@@ -49,12 +49,14 @@ __all__ = [
 ]
 
 ZSTD_LEVEL = 10
-ZSTD_WORKERS = 2
-"""zstd worker threads for the container frame. Multi-threaded zstd cuts the input into
-jobs, so its bytes differ from single-threaded output once the input exceeds one job,
-but they do not depend on how many workers there are (``tests/test_container.py``
-checks 1, 2 and 4); a fixed count keeps that independent of the machine anyway.
-Inputs within one job (every checked-in vector) come out as single-threaded ones."""
+ZSTD_WORKERS = 0
+"""zstd worker threads for the container frame; 0 is single-threaded, the bytes every
+bundle so far was written with. With 1 or more workers zstd cuts the input into jobs:
+the bytes do not depend on how many workers (``tests/test_container.py`` checks 1, 2
+and 4) but differ from single-threaded output once the input exceeds one job (tens of
+MiB; every checked-in vector is smaller). Measured on the shared 2-core development
+machine (issue 22): 178 MiB at level 10 took 3.1-3.5 s single-threaded and 3.2-4.0 s
+with 2 workers (no idle core to gain), so the default stays single-threaded."""
 
 _CHUNK = 1 << 20  # member bytes are read, hashed and stored this many at a time
 
@@ -252,8 +254,8 @@ def write_container(
 ) -> None:
     """Write ``members`` (name, bytes), in the order given, as a tar+zstd bundle.
 
-    ``workers``: zstd threads (:data:`ZSTD_WORKERS`; any count of 1 or more writes the
-    same bytes).
+    ``workers``: zstd threads (:data:`ZSTD_WORKERS`: 0, single-threaded; any count of 1
+    or more writes the same bytes as any other such count).
     """
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
