@@ -269,6 +269,29 @@ def test_unknown_nulls_are_told_from_absent_column_wise(tmp_path: Path, case: st
     assert col == row
 
 
+_SCRUB_ORDER = {
+    # Two unknown fields whose values get pseudonyms: numbered row by row per row.
+    # Column by column would number a's address first; per row, b's comes first.
+    "two scrubbed fields": [', "b": "from 10.0.0.9"', ', "a": "at 10.0.0.7", "b": "10.0.0.8"'],
+    # An unknown field name the rules change (scrubbed first, per row).
+    "scrubbed name": [', "10.0.0.7": "x", "b": "10.0.0.9"', ""],
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SCRUB_ORDER))
+def test_pseudonym_order_of_unknown_fields_is_the_per_row_order(tmp_path: Path, case: str) -> None:
+    """Where column-by-column scrubbing could number pseudonyms differently, seal reads the
+    table per row again: same bytes, same report (issue 22)."""
+    rows = [json.dumps(r) for r in receipts()]
+    tails = _SCRUB_ORDER[case]
+    text = "".join(r[:-1] + tails[i % len(tails)] + "}\n" for i, r in enumerate(rows))
+    camp = write_campaign(tmp_path / "c")
+    (camp / "receipts.jsonl").write_text(text, encoding="utf-8")
+    col, row = _both(camp)
+    assert isinstance(col, bytes)
+    assert col == row
+
+
 def test_field_first_met_after_the_first_block_stays_column_wise(tmp_path: Path) -> None:
     """The streamed read settles its schema on the first block; a field met later makes
     it read the file whole, still column-wise, with every value kept (issue 22)."""
