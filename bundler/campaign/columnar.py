@@ -284,11 +284,10 @@ def _newlines(data: bytes, block: int = 16 << 20) -> np.ndarray[Any, Any]:
     return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
 
-def _contiguous(table: pa.Table) -> dict[str, pa.Array[Any]]:
-    """Each column as one array; a column's chunks are let go once it is copied (peak RSS)."""
-    names = table.column_names
-    chunked = list(table.columns)
-    del table
+def _contiguous(names: list[str], chunked: list[pa.ChunkedArray[Any]]) -> dict[str, pa.Array[Any]]:
+    """Each column as one array. ``chunked`` is emptied as columns are copied, so a
+    column's chunks are let go once copied when the caller holds no other reference
+    (peak RSS: one column's copy, not the table's)."""
     out: dict[str, pa.Array[Any]] = {}
     for name in names:
         out[name] = chunked.pop(0).combine_chunks()
@@ -337,8 +336,9 @@ def _read_jsonl(  # noqa: PLR0911
         table = _json_table(data, pa.schema([*schema, *typed]), "error")
     if table.num_rows != lines:
         return None
-    columns = _contiguous(table)
-    del table
+    names, chunked = table.column_names, list(table.columns)
+    del table  # the chunks now live only in `chunked`, which _contiguous empties
+    columns = _contiguous(names, chunked)
     extra = {f.name: columns.pop(f.name) for f in unknown}
     if not all(_unknown_ok(a) for a in extra.values()):
         return None
