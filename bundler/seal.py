@@ -32,6 +32,7 @@ from bundler.campaign.sanitize import (
     SanitizeError,
     Sanitizer,
 )
+from bundler.campaign.sanitize_rules import is_secret_name
 from bundler.errors import CampaignError, Problem, UsageError
 from bundler.format.container import write_container
 from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
@@ -311,6 +312,27 @@ def _credential_problems(findings: list[Finding]) -> list[Problem]:
     ]
 
 
+def _needs_rows(ct: ColumnTable, san: Sanitizer) -> bool:
+    """Whether scrubbing ``ct``'s unknown fields column-wise could differ from per row.
+
+    Per row, unknown field names are scrubbed first (a renamed one may collide), then
+    values row by row across fields: pseudonyms are numbered in that order. Column
+    by column gives the same numbers only while field names stay as they are and at
+    most one unknown string field has values the rules change. Otherwise the
+    table is read again row by row (rare: addresses or host names in two unknown fields).
+    """
+    if any(san.would_change(u.name) for u in ct.unknown):
+        return True
+    changing = [
+        u
+        for u in ct.unknown
+        if pa.types.is_string(u.values.type)
+        and not is_secret_name(u.name.rsplit(".", 1)[-1])
+        and san.changes_some(u.values)
+    ]
+    return len(changing) > 1
+
+
 def _column_member(name: str, ct: ColumnTable, san: Sanitizer) -> tuple[str, bytes, str]:
     """The Parquet member of a table read column-wise, scrubbed column by column."""
     member = f"tables/{name}.parquet"
@@ -431,6 +453,12 @@ def seal_campaign(
         )
     rules = camp.doc.get("sanitize", {})
     san = Sanitizer(rules.get("hostnames", []), keep_hosts=rules.get("keep_hosts", []))
+    if any(_needs_rows(ct, san) for ct in camp.columns.values()):
+        camp, problems = load_campaign(campaign_dir, columnar=False)
+        if problems:  # the folder changed under us since the first read
+            raise CampaignError(
+                f"{campaign_dir}: {len(problems)} problem(s); nothing written", problems
+            )
     name_problems = _name_problems(camp, san)
     external, ext_problems = _externals(camp, artifact_dirs, jobs, progress)
     try:

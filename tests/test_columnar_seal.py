@@ -25,7 +25,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bundler.campaign.columnar import PER_ROW_ENV, read_columnar
+from bundler.campaign.columnar import (
+    JSON_BLOCK_BYTES,
+    PER_ROW_ENV,
+    _is_utf8,
+    read_columnar,
+    to_bundle_table,
+)
 from bundler.campaign.load import load_campaign
 from bundler.campaign.sanitize import Sanitizer
 from bundler.campaign.sanitize_rules import ANY_RE2
@@ -102,7 +108,7 @@ def _both(camp: Path) -> tuple[bytes | list[Any], bytes | list[Any]]:
 
 def _csv(rows: list[dict[str, Any]]) -> str:
     buf = io.StringIO()
-    cols = [f for f in FIELDS if any(f in r for r in rows)]
+    cols = [f for f in (*FIELDS, *UNKNOWN) if any(f in r for r in rows)]
     w = csv.DictWriter(buf, cols, lineterminator="\n")
     w.writeheader()
     for r in rows:
@@ -128,6 +134,15 @@ _text = st.one_of(
     st.sampled_from(SECRETS),
     st.builds(lambda a, b: f"{a} {b}", st.sampled_from(SECRETS), st.text(max_size=6)),
 )
+UNKNOWN: dict[str, st.SearchStrategy[Any]] = {
+    "prompt_id": st.text(max_size=8),
+    "note": st.one_of(st.none(), _text),
+    "npu.clock": st.one_of(st.none(), st.integers(-(2**53) + 1, 2**53 - 1)),
+    "ratio": st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False)),
+    "warm": st.one_of(st.none(), st.booleans()),
+    "é key": st.one_of(st.none(), st.text(max_size=4)),
+    "api_token": st.one_of(st.none(), st.text(max_size=6)),
+}
 
 
 @st.composite
@@ -170,6 +185,10 @@ def _row(draw: st.DrawFn, i: int) -> dict[str, Any]:
     for k, strat in optional.items():
         if draw(st.booleans()):
             row[k] = draw(strat)
+    # Fields beyond the schema (kept in `extra`), each of one JSON type or null.
+    for k, strat in UNKNOWN.items():
+        if draw(st.booleans()):
+            row[k] = draw(strat)
     return row
 
 
@@ -208,12 +227,86 @@ def test_generated_receipts_take_the_columnar_path(tmp_path: Path) -> None:
     rows[2]["error"] = "Bearer abcdefghijklmnop at /home/alice"
     rows[3]["http_status"] = None
     rows[4]["seq"] = 2**63 - 1
+    # Unknown fields (issue 22): present, absent and explicitly null, of every scalar type.
+    for i, r in enumerate(rows):
+        r["prompt_id"] = f"p{i % 3}"
+        if i % 2:
+            r["npu.clock"] = None if i % 4 == 1 else 1800 + i
+            r["ratio"] = [0.5, 1.5e-7, -0.0, 3.0][i % 4]
+        if i % 3 == 0:
+            r["warm"] = i % 2 == 0
+            r["note"] = None if i % 6 else 'say "hi" \\ \x01 10.0.0.9'
     for name, text in (("receipts.jsonl", _jsonl(rows)), ("receipts.csv", _csv(rows))):
         camp = _campaign(tmp_path / name, name, text)
         assert read_columnar(camp / name, "receipts") is not None, name
         col, row = _both(camp)
         assert isinstance(col, bytes)
         assert col == row
+
+
+_UNKNOWN_NULLS = {
+    "null beside a string holding a null member": [
+        ', "npu": null, "note": "say \\"npu\\" is: null"',
+        ', "note": "\\"npu\\" b: null npu: null"',
+    ],
+    "spacing around the colon": [', "npu" :\tnull', ', "npu":1.5', ""],
+    "null only": [', "npu": null', ""],
+    "string and null": [', "npu": "x"', ', "npu": null', ""],
+}
+
+
+@pytest.mark.parametrize("case", sorted(_UNKNOWN_NULLS))
+def test_unknown_nulls_are_told_from_absent_column_wise(tmp_path: Path, case: str) -> None:
+    """An explicit null of an unknown field is kept in `extra`, an absent one is not (issue 22)."""
+    rows = [json.dumps(r) for r in receipts()]
+    tails = _UNKNOWN_NULLS[case]
+    text = "".join(r[:-1] + tails[i % len(tails)] + "}\n" for i, r in enumerate(rows))
+    camp = write_campaign(tmp_path / "c")
+    (camp / "receipts.jsonl").write_text(text, encoding="utf-8")
+    assert read_columnar(camp / "receipts.jsonl", "receipts") is not None
+    col, row = _both(camp)
+    assert isinstance(col, bytes)
+    assert col == row
+
+
+_SCRUB_ORDER = {
+    # Two unknown fields whose values get pseudonyms: numbered row by row per row.
+    # Column by column would number a's address first; per row, b's comes first.
+    "two scrubbed fields": [', "b": "from 10.0.0.9"', ', "a": "at 10.0.0.7", "b": "10.0.0.8"'],
+    # An unknown field name the rules change (scrubbed first, per row).
+    "scrubbed name": [', "10.0.0.7": "x", "b": "10.0.0.9"', ""],
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SCRUB_ORDER))
+def test_pseudonym_order_of_unknown_fields_is_the_per_row_order(tmp_path: Path, case: str) -> None:
+    """Where column-by-column scrubbing could number pseudonyms differently, seal reads the
+    table per row again: same bytes, same report (issue 22)."""
+    rows = [json.dumps(r) for r in receipts()]
+    tails = _SCRUB_ORDER[case]
+    text = "".join(r[:-1] + tails[i % len(tails)] + "}\n" for i, r in enumerate(rows))
+    camp = write_campaign(tmp_path / "c")
+    (camp / "receipts.jsonl").write_text(text, encoding="utf-8")
+    col, row = _both(camp)
+    assert isinstance(col, bytes)
+    assert col == row
+
+
+def test_field_first_met_after_the_first_block_stays_column_wise(tmp_path: Path) -> None:
+    """The streamed read settles its schema on the first block; a field met later makes
+    it read the file whole, still column-wise, with every value kept (issue 22)."""
+    base = receipts()[0]
+    n = JSON_BLOCK_BYTES // len(json.dumps(base)) + 1000
+    lines = [json.dumps({**base, "request_id": f"r{i}"}) for i in range(n)]
+    lines[-1] = lines[-1][:-1] + ', "late": 1.5}'
+    path = tmp_path / "receipts.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert path.stat().st_size > JSON_BLOCK_BYTES
+    ct = read_columnar(path, "receipts")
+    assert ct is not None
+    extra = to_bundle_table("receipts", ct).column("extra").to_pylist()
+    assert extra[-1] == '{"late":1.5}'
+    assert extra[:-1] == [None] * (n - 1)
 
 
 # --- inputs the columnar path must hand to the per-row path ---------------------------------------
@@ -226,8 +319,21 @@ _HOSTILE_JSONL = {
     "huge float": _GOOD.replace('"e2e_s": 129.0', '"e2e_s": 1e400'),
     "int beyond int64": _GOOD.replace('"seq": 0', '"seq": 9223372036854775808'),
     "integral float seq": _GOOD.replace('"seq": 0', '"seq": 0.0'),
-    "unknown field": _GOOD[:-1] + ', "npu_clock": 1800}',
     "unknown big int": _GOOD[:-1] + ', "npu_clock": 9007199254740993}',
+    "unknown big int, then a float": _GOOD[:-1]
+    + ', "npu_clock": 9007199254740993}\n'
+    + _GOOD.replace("b1-0", "b1-y")[:-1]
+    + ', "npu_clock": 1.5}',
+    "unknown object": _GOOD[:-1] + ', "npu": {"clock": 1}}',
+    "unknown array": _GOOD[:-1] + ', "npu": [1, null]}',
+    "unknown type change": _GOOD[:-1]
+    + ', "npu": 1}\n'
+    + _GOOD.replace("b1-0", "b1-y")[:-1]
+    + ', "npu": "x"}',
+    "unknown escaped key null": _GOOD[:-1] + ', "\\u006epu": null, "npu": 1}',
+    "unknown comma key null": _GOOD[:-1] + ', ",": null}',
+    "unknown null and an escaped quote before a null": _GOOD[:-1]
+    + ', "npu": null, "note": "\\"npu\\": null"}',
     "missing required": _GOOD.replace('"status": "ok", ', ""),
     "null required": _GOOD.replace('"status": "ok"', '"status": null'),
     "bad enum": _GOOD.replace('"status": "ok"', '"status": "OK"'),
@@ -356,3 +462,18 @@ def test_re2_prefilter_covers_every_rule(text: str) -> None:
     if not picked[0].as_py():
         assert san.scrub(text, "m", "f") == text
         assert not san.counts
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.one_of(st.binary(max_size=40), st.text(max_size=12).map(str.encode)),
+    block=st.integers(1, 8),
+)
+def test_blockwise_utf8_check_agrees_with_python(data: bytes, block: int) -> None:
+    """The block-at-a-time UTF-8 check (no file-sized str) accepts what bytes.decode does."""
+    try:
+        data.decode("utf-8")
+        expected = True
+    except UnicodeDecodeError:
+        expected = False
+    assert _is_utf8(data, block=block) is expected

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import random
 import subprocess
 import sys
 import tarfile
@@ -48,6 +49,23 @@ def test_round_trip_keeps_order_and_bytes(tmp_path: Path) -> None:
         write_container(fh, members)
     got = read_container(tmp_path / "x.bundle")
     assert [(m.name, m.data) for m in got] == members
+
+
+def test_multithreaded_frame_does_not_depend_on_the_worker_count(tmp_path: Path) -> None:
+    """A container larger than one zstd job (issue 22: the frame is compressed by
+    ZSTD_WORKERS threads) is the same bytes with 1, 2 or 4 workers, and reads back."""
+    rng = random.Random(22)
+    words = [f"w{rng.randrange(10**6)}".encode() for _ in range(4000)]
+    big = b" ".join(rng.choice(words) for _ in range(6_000_000))  # ~48 MB, compressible
+    outs = []
+    for workers in (1, 2, 4):
+        buf = io.BytesIO()
+        write_container(buf, [("files/big.txt", big)], workers=workers)
+        outs.append(buf.getvalue())
+    assert outs[0] == outs[1] == outs[2]
+    path = tmp_path / "big.bundle"
+    path.write_bytes(outs[0])
+    assert [m.data for m in read_container(path)] == [big]
 
 
 def test_writer_is_deterministic(tmp_path: Path) -> None:

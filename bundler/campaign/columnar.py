@@ -12,24 +12,27 @@ per-row path would store (same int64s, same IEEE doubles, same timestamps, same
 strings). Whenever it is not sure -- any reader error, any value that fails a
 check, any input the two readers might see differently (a byte-order mark, a
 carriage return, a Unicode line separator, a surrogate escape, a blank line,
-unknown fields) -- it returns ``None`` and the caller runs the per-row path,
-which names the file, line and field of every problem.
+an unknown field holding an object or array) -- it returns ``None`` and the
+caller runs the per-row path, which names the file, line and field of every problem.
 """
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.json as pjson
 
+from bundler.campaign.extra import JCS_MAX_INT, UnknownColumn, extra_column
 from bundler.format.columns import all_true, column_kinds, numbers_ok, strings_ok
 from bundler.format.tables import (
     EXTRA_COLUMN,
@@ -43,6 +46,7 @@ __all__ = [
     "COLUMNAR_TABLES",
     "PER_ROW_ENV",
     "ColumnTable",
+    "UnknownColumn",
     "per_row_forced",
     "read_columnar",
     "to_bundle_table",
@@ -50,6 +54,9 @@ __all__ = [
 
 COLUMNAR_TABLES = frozenset({"receipts"})
 """Tables read column-wise when possible; the others are small and stay per-row."""
+
+JSON_BLOCK_BYTES = 16 << 20
+"""Arrow's JSON reader works in blocks of this many bytes (a row never spans two)."""
 
 PER_ROW_ENV = "REPROBUNDLE_SEAL_PER_ROW"
 """Set to ``1`` to force the per-row path (benchmarks time both in one run)."""
@@ -70,9 +77,12 @@ _OTHER_BREAKS = (
 )
 _BOM = b"\xef\xbb\xbf"
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-_BLANK_LINE = re.compile(rb"(?:^|\n)[ \t]*\n")
-_TWO_OBJECTS = re.compile(rb"\}[ \t]*\{")
 _INTEGER = "^-?[0-9]+$"
+# Field names for which a `"name": null` match can only be a member (no quote, backslash,
+# blank, comma or colon); explicit nulls of other names go per-row.
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]+\Z")
+_NULL_AFTER = "[ \t]*:[ \t]*null"
+_ESCAPED_KEY_NULL = re.compile(rb'\\[^"\n]*"' + _NULL_AFTER.encode())
 _NUMBER = r"^-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
 
 
@@ -86,13 +96,15 @@ def per_row_forced() -> bool:
 class ColumnTable:
     """A table read and checked column-wise: typed columns, unscrubbed, in file order.
 
-    Columns follow the table's Arrow schema (without ``extra``: a file with
-    unknown fields goes the per-row way); each is one contiguous array.
-    Row ``i`` came from line ``i + first_line`` of its file.
+    Columns follow the table's Arrow schema (without ``extra``); each is one
+    contiguous array. Fields beyond the schema are in ``unknown``, in order of
+    first appearance, raw (unscrubbed). Row ``i`` came from line ``i + first_line``
+    of its file.
     """
 
     table: pa.Table
     first_line: int
+    unknown: tuple[UnknownColumn, ...] = ()
 
     @property
     def num_rows(self) -> int:
@@ -164,47 +176,179 @@ def _text_ok(data: bytes) -> bool:
     ascii_only = data.isascii()
     if any(b in data for b in _OTHER_BREAKS if len(b) == 1 or not ascii_only):
         return False
-    if not ascii_only:
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            return False
+    if not ascii_only and not _is_utf8(data):
+        return False
     return not (b"\\u" in data and _SURROGATE_ESCAPE.search(data))
 
 
-def _has_blank_line(data: bytes) -> bool:
-    """Whether some line is empty or only blanks (cheap byte scans first; regex if needed)."""
-    if data.startswith(b"\n") or b"\n\n" in data:
+def _is_utf8(data: bytes, block: int = 16 << 20) -> bool:
+    """Whether ``data`` is UTF-8 as Python's strict codec reads it, decoded a block at a
+    time (a whole decode would hold the file as a ``str``, up to 4 bytes a character)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    try:
+        for i in range(0, len(view), block):
+            decoder.decode(view[i : i + block])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _json_table(data: bytes, schema: pa.Schema, unexpected: Literal["infer", "error"]) -> pa.Table:
+    """``data`` read by Arrow: streamed block by block, else (a field or type first met
+    after the first block) whole, which unifies every block's fields.
+
+    Streaming keeps only one block's parse state besides the batches read: 1M seed
+    receipts peak ~0.75 GiB instead of ~1 GiB. Any other reader error raises.
+    """
+    read_options = pjson.ReadOptions(use_threads=True, block_size=JSON_BLOCK_BYTES)
+    parse_options = pjson.ParseOptions(explicit_schema=schema, unexpected_field_behavior=unexpected)
+    try:
+        reader = pjson.open_json(
+            cast(Any, pa.BufferReader(data)),
+            read_options=read_options,
+            parse_options=parse_options,
+        )
+        return pa.Table.from_batches(list(reader), schema=reader.schema)
+    except pa.ArrowInvalid:
+        pass  # schema settled on the first block no longer fits: read it whole
+    return pjson.read_json(
+        cast(Any, pa.BufferReader(data)), read_options=read_options, parse_options=parse_options
+    )
+
+
+def _null_member(name: str) -> str:
+    return '"' + re.escape(name) + '"' + _NULL_AFTER
+
+
+def _escaped_key_null(data: bytes) -> bool:
+    """Whether some key spelled with an escape (``"\\u0061"``) may hold ``null``."""
+    return b"\\" in data and _ESCAPED_KEY_NULL.search(data) is not None
+
+
+def _present(data: bytes, arrays: dict[str, pa.Array[Any]]) -> dict[str, pa.Array[Any]] | None:
+    """Which rows carry each unknown field; None when explicit nulls cannot be told apart.
+
+    Arrow reads an absent field and ``null`` alike; the per-row path keeps ``"k":null``
+    in ``extra``. For a plain name (letters, digits, ``_.-``) the text ``"k": null``
+    can only be that member: inside a JSON string every quote is escaped, and none
+    of those characters may follow a closing quote. So on the lines where Arrow read
+    ``k`` as null, a regular expression tells null from absent, provided no key in
+    the file is spelled with an escape before a null (then: per-row).
+    """
+    out: dict[str, pa.Array[Any]] = {n: pc.is_valid(a) for n, a in arrays.items()}
+    with_nulls = [n for n, a in arrays.items() if a.null_count]
+    if not with_nulls or b"null" not in data:
+        return out
+    if _escaped_key_null(data):
+        return None
+    maybe = [n for n in with_nulls if re.search(_null_member(n).encode("utf-8"), data)]
+    if not maybe:
+        return out
+    if not all(_PLAIN_NAME.match(n) for n in maybe):
+        return None
+    for n in maybe:
+        mask = out[n].to_numpy(zero_copy_only=False).copy()
+        rows = _rows_matching(data, n)
+        if mask[rows].any():
+            return None  # a value Arrow read where the text says null: not sure
+        mask[rows] = True
+        out[n] = pa.array(mask, pa.bool_())
+    return out
+
+
+def _rows_matching(data: bytes, name: str) -> np.ndarray[Any, Any]:
+    """The line numbers (from 0) holding ``"name": null`` in any spacing."""
+    # The usual spelling is found with bytes.find; RE2, in one pass over the whole text,
+    # counts every spelling; only when they differ does Python's regex walk the file.
+    whole: Any = pa.LargeStringArray.from_buffers(
+        1, pa.py_buffer(np.array([0, len(data)], np.int64).tobytes()), pa.py_buffer(data)
+    )
+    total = pc.count_substring_regex(whole, _null_member(name))[0].as_py()
+    literal = f'"{name}": null'.encode()
+    starts: list[int] = []
+    at = data.find(literal)
+    while at >= 0:
+        starts.append(at)
+        at = data.find(literal, at + len(literal))
+    if len(starts) != total:
+        starts = [m.start() for m in re.finditer(_null_member(name).encode("utf-8"), data)]
+    return np.searchsorted(_newlines(data), np.array(starts, dtype=np.int64))
+
+
+def _newlines(data: bytes, block: int = 16 << 20) -> np.ndarray[Any, Any]:
+    """Offsets of every newline, found a block at a time (no file-sized temporary)."""
+    buf = np.frombuffer(data, np.uint8)
+    parts = [np.flatnonzero(buf[i : i + block] == ord("\n")) + i for i in range(0, len(buf), block)]
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def _contiguous(names: list[str], chunked: list[pa.ChunkedArray[Any]]) -> dict[str, pa.Array[Any]]:
+    """Each column as one array. ``chunked`` is emptied as columns are copied, so a
+    column's chunks are let go once copied when the caller holds no other reference
+    (peak RSS: one column's copy, not the table's)."""
+    out: dict[str, pa.Array[Any]] = {}
+    for name in names:
+        out[name] = chunked.pop(0).combine_chunks()
+    return out
+
+
+def _unknown_ok(arr: pa.Array[Any]) -> bool:
+    """Whether the per-row path would store this inferred column's values exactly so."""
+    t = arr.type
+    if pa.types.is_string(t) or pa.types.is_boolean(t) or pa.types.is_null(t):
         return True
-    if b"\n " in data or b"\n\t" in data or data.startswith((b" ", b"\t")):
-        return _BLANK_LINE.search(data) is not None
-    return False
+    if not (pa.types.is_int64(t) or pa.types.is_float64(t)):
+        return False  # objects, arrays: the per-row path
+    valid: Any = arr.drop_null()
+    if len(valid) == 0:
+        return True
+    if pa.types.is_float64(t):
+        if not all_true(pc.is_finite(valid)):
+            return False
+        # An integer literal beyond 2**53 is refused per row; in a double column it
+        # cannot be told from a float literal, so any big integral value goes per-row.
+        valid = pc.if_else(pc.equal(pc.trunc(valid), valid), valid, 0.0)
+    mm: Any = pc.min_max(pc.abs(valid)).as_py()
+    return bool(mm["max"] <= JCS_MAX_INT)
 
 
-def _read_jsonl(
+def _read_jsonl(  # noqa: PLR0911
     data: bytes, plan: dict[str, tuple[dict[str, Any], list[str], bool]]
 ) -> ColumnTable | None:
-    # One object per line, no blank lines: then row i is line i + 1, as the per-row path counts.
-    if _has_blank_line(data) or (b"}" in data and _TWO_OBJECTS.search(data)):
-        return None
-    if not data.rstrip(b" \t\n").endswith(b"}"):
+    # One object per line, no blank lines: then row i is line i + 1, as the per-row path
+    # counts. Two objects on one line give more rows than lines (checked after reading).
+    if not data[-64:].rstrip(b" \t\n").endswith(b"}"):
         return None
     lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-    # Every line must open an object: pyarrow 26's JSON reader crashes the process (SIGSEGV)
-    # on a bare `null` line, and other non-object lines are the per-row path's to locate.
+    # Every line must open an object (so none is blank or indented): pyarrow 26's JSON
+    # reader crashes the process (SIGSEGV) on a bare `null` line, and other non-object
+    # lines are the per-row path's to locate.
     if not data.startswith(b"{") or data.count(b"\n{") != lines - 1:
         return None
     schema = pa.schema([(f, _read_type(k)) for f, (_, k, _) in plan.items()])
-    table = pjson.read_json(
-        cast(Any, pa.BufferReader(data)),
-        read_options=pjson.ReadOptions(use_threads=True, block_size=16 << 20),
-        parse_options=pjson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error"),
-    )
+    table = _json_table(data, schema, "infer")
+    unknown = [f for f in table.schema if f.name not in plan]
+    if any(pa.types.is_temporal(f.type) for f in unknown):
+        # Arrow infers timestamps from ISO-looking text; the per-row path keeps the text.
+        typed = [(f.name, pa.string() if pa.types.is_temporal(f.type) else f.type) for f in unknown]
+        table = _json_table(data, pa.schema([*schema, *typed]), "error")
     if table.num_rows != lines:
         return None
-    columns = {f: table.column(f).combine_chunks() for f in table.column_names}
+    names, chunked = table.column_names, list(table.columns)
+    del table  # the chunks now live only in `chunked`, which _contiguous empties
+    columns = _contiguous(names, chunked)
+    extra = {f.name: columns.pop(f.name) for f in unknown}
+    if not all(_unknown_ok(a) for a in extra.values()):
+        return None
+    present = _present(data, extra) if extra else {}
+    if present is None:
+        return None
     checked = _checked(columns, plan, lines)
-    return None if checked is None else ColumnTable(checked, 1)
+    if checked is None:
+        return None
+    return ColumnTable(checked, 1, tuple(UnknownColumn(n, a, present[n]) for n, a in extra.items()))
 
 
 def _from_csv_text(arr: pa.Array[Any], kinds: list[str]) -> pa.Array[Any] | None:
@@ -230,8 +374,8 @@ def _read_csv(
     if '"' in header:
         return None
     names = header.split(",")
-    if len(set(names)) != len(names) or not set(names) <= set(plan):
-        return None  # duplicate or unknown columns: the per-row path keeps them in `extra`
+    if len(set(names)) != len(names):
+        return None  # duplicate columns: the per-row path decides which cell wins
     table = pcsv.read_csv(
         cast(Any, pa.BufferReader(data)),
         read_options=pcsv.ReadOptions(use_threads=True, block_size=16 << 20),
@@ -245,14 +389,26 @@ def _read_csv(
     if table.column_names != names:
         return None
     columns: dict[str, pa.Array[Any]] = {}
+    unknown: list[UnknownColumn] = []
     for f in names:
-        arr = _from_csv_text(table.column(f).combine_chunks(), plan[f][1])
+        text = table.column(f).combine_chunks()
+        if f not in plan:
+            # An unknown cell is kept as text; an empty one is absent, as per row.
+            text_any: Any = text
+            cells: Any = pc.if_else(
+                pc.equal(text_any, pa.scalar("")), pa.scalar(None, pa.string()), text
+            )
+            unknown.append(UnknownColumn(f, cells, pc.is_valid(cells)))
+            continue
+        arr = _from_csv_text(text, plan[f][1])
         if arr is None:
             return None
         columns[f] = arr
     # DictReader numbers records from 2 (the header is line 1) whatever spans lines.
     checked = _checked(columns, plan, table.num_rows)
-    return None if checked is None or checked.num_rows == 0 else ColumnTable(checked, 2)
+    if checked is None or checked.num_rows == 0:
+        return None
+    return ColumnTable(checked, 2, tuple(unknown))
 
 
 def read_columnar(  # noqa: PLR0911
@@ -300,10 +456,20 @@ def to_bundle_table(name: str, ct: ColumnTable, scrub: ArrowScrub | None = None)
     arrays: list[pa.Array[Any]] = []
     for f in asch:
         if f.name == EXTRA_COLUMN:
-            arrays.append(pa.nulls(ct.num_rows, pa.string()))
             continue
         arr = ct.column(f.name)
         if scrub is not None and scrubbable(schema["properties"][f.name]):
             arr = scrub(f.name, arr)
         arrays.append(arr.cast(f.type))
+    # Unknown fields after every schema column, as rows_to_table scrubs them; numbers,
+    # booleans and nulls are never touched by the sanitizer.
+    unknown = list(ct.unknown)
+    if scrub is not None:
+        unknown = [
+            UnknownColumn(u.name, scrub(f"{EXTRA_COLUMN}.{u.name}", u.values), u.present)
+            if pa.types.is_string(u.values.type)
+            else u
+            for u in unknown
+        ]
+    arrays.append(extra_column(unknown, ct.num_rows))
     return pa.Table.from_arrays(arrays, schema=asch)

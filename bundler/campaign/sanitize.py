@@ -396,6 +396,22 @@ class Sanitizer:
             return arr
         return pc.take(pa.array(out, pa.string()), indices)
 
+    def changes_some(self, arr: pa.Array[Any]) -> bool:
+        """Whether the rules would change some string of ``arr``; assigns and counts nothing.
+
+        Looks at each distinct value once, through the same RE2 prefilter as
+        :meth:`scrub_arrow`.
+        """
+        uniques: Any = pc.unique(arr.drop_null())
+        if len(uniques) == 0:
+            return False
+        needs = pc.or_(
+            pc.invert(pc.string_is_ascii(uniques)),
+            pc.match_substring_regex(uniques, self._any_re2, ignore_case=True),
+        )
+        picked = uniques.filter(needs).to_pylist()
+        return any(self.would_change(text) for text in picked)
+
     def scrub_key(self, key: str, member: str, field: str) -> str:
         """An object key scrubbed like a value (a per-host map keyed by addresses, say)."""
         return self.scrub(key, member, field)

@@ -1,0 +1,123 @@
+"""The ``extra`` column built column-wise: RFC 8785 text of each row's unknown fields.
+
+The per-row path (``rows_to_table``) writes, for each row, ``jcs.dumps`` of the
+row's unknown fields. Here the same text is assembled over whole columns: each
+field contributes ``"<key>":<value>`` where present, keys in RFC 8785 order
+(UTF-16 code units), joined by commas. Values are encoded in bulk where the
+encoding is simple and exact (strings without control characters, integers,
+booleans, integral doubles below 2**53); every other distinct value goes through
+the canonical JSON code itself (``bundler._internal.jcs``), once per distinct value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as _compute
+
+from bundler._internal import jcs
+
+# pyarrow's stubs know few of the kernels' broadcasting forms (a Python string or
+# scalar beside an array), which every step here uses.
+pc: Any = _compute
+
+__all__ = ["JCS_MAX_INT", "UnknownColumn", "extra_column", "jcs_key_order"]
+
+JCS_MAX_INT = 2**53 - 1
+"""RFC 8785 (ECMAScript numbers) carries integers exactly up to this magnitude."""
+
+_CONTROL = "[\\x00-\\x1f]"
+
+
+@dataclass(frozen=True)
+class UnknownColumn:
+    """One field beyond the table schema, read column-wise.
+
+    ``values`` is a string, int64, float64, bool or null array; ``present`` says
+    which rows carry the field (an explicit JSON ``null`` is present, an absent
+    field is not), with no nulls of its own.
+    """
+
+    name: str
+    values: pa.Array[Any]
+    present: pa.Array[Any]
+
+
+def jcs_key_order(names: Sequence[str]) -> list[str]:
+    """``names`` sorted as RFC 8785 sorts object keys (by UTF-16 code units)."""
+    return sorted(names, key=lambda k: k.encode("utf-16-be"))
+
+
+def _per_distinct(values: Any) -> Any:
+    """``jcs.dumps`` of each value, computed once per distinct value (nulls stay null)."""
+    enc: Any = pc.dictionary_encode(values)
+    texts = [jcs.dumps(v).decode("utf-8") for v in enc.dictionary.to_pylist()]
+    return pc.take(pa.array(texts, pa.string()), enc.indices)
+
+
+def _string_text(values: Any) -> Any:
+    # JCS escapes only '"', '\\' and U+0000..U+001F; everything else is written as is.
+    if pc.any(pc.match_substring_regex(values, _CONTROL)).as_py():
+        return _per_distinct(values)
+    text = pc.replace_substring(values, "\\", "\\\\")
+    text = pc.replace_substring(text, '"', '\\"')
+    return pc.binary_join_element_wise('"', text, '"', "")
+
+
+def _double_text(values: Any) -> Any:
+    # An integral double below 2**53 is written by ECMAScript as its integer digits;
+    # anything else (fractions, exponents) takes the canonical code, per distinct value.
+    integral = pc.and_(
+        pc.equal(pc.trunc(values), values),
+        pc.less_equal(pc.abs(values), float(JCS_MAX_INT)),
+    )
+    if pc.all(integral).as_py() is not False:
+        return pc.cast(pc.cast(values, pa.int64()), pa.string())
+    whole = pc.if_else(integral, values, None)
+    return pc.coalesce(
+        pc.cast(pc.cast(whole, pa.int64()), pa.string()),
+        _per_distinct(pc.if_else(integral, None, values)),
+    )
+
+
+def _value_text(values: Any) -> Any:
+    """Each non-null value's RFC 8785 text; nulls stay null (the caller writes ``null``)."""
+    t = values.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return _string_text(values)
+    if pa.types.is_integer(t):
+        return pc.cast(values, pa.string())
+    if pa.types.is_boolean(t):
+        return pc.if_else(values, "true", "false")
+    if pa.types.is_floating(t):
+        return _double_text(values)
+    if pa.types.is_null(t):
+        return pa.nulls(len(values), pa.string())
+    raise TypeError(f"unknown field of type {t} cannot be written column-wise")
+
+
+def extra_column(columns: Sequence[UnknownColumn], num_rows: int) -> pa.Array[Any]:
+    """The ``extra`` column: canonical JSON of each row's present unknown fields, else null.
+
+    The same text ``jcs.dumps({k: v for present k})`` gives for every row.
+    """
+    if not columns:
+        return pa.nulls(num_rows, pa.string())
+    by_name = {c.name: c for c in columns}
+    pieces: list[Any] = []
+    any_present: Any = None
+    for name in jcs_key_order(list(by_name)):
+        col = by_name[name]
+        key = "," + jcs.dumps(name).decode("utf-8") + ":"
+        text = pc.coalesce(_value_text(col.values), "null")
+        pieces.append(pc.if_else(col.present, pc.binary_join_element_wise(key, text, ""), ""))
+        any_present = col.present if any_present is None else pc.or_(any_present, col.present)
+    # Every piece is a string (never null): pyarrow 26's null_handling="skip" drops rows
+    # whose inputs are all null, so absent fields are "" and the leading comma is cut.
+    joined = pc.binary_join_element_wise(*pieces, "")
+    body = pc.binary_join_element_wise("{", pc.utf8_slice_codeunits(joined, 1), "}", "")
+    out: pa.Array[Any] = pc.if_else(any_present, body, pa.scalar(None, pa.string()))
+    return out
