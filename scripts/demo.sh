@@ -15,8 +15,8 @@ echo "== keygen (throwaway key in $out)"
 "$bundle" keygen -o "$out/demo.key" --force
 echo
 echo "== seal $sample"
-# The sample's plan has one plan-check warning on purpose (samples/h3-ref2va-5s/README.md, "Plan");
-# seal prints it in one line and names the command that explains it.
+# The sample's plan has three plan-check warnings on purpose (samples/h3-ref2va-5s/README.md, "Plan");
+# seal prints them in one line and names the command that explains it.
 "$bundle" seal "$sample" -o "$b" --key "$out/demo.key" --force
 echo
 echo "== verify"
