@@ -55,7 +55,7 @@ class Exchange:
         """The response body's bytes as the server sent them (media from its file)."""
         kind = self.body["kind"]
         if kind == "media":
-            return (RECORDINGS / self.body["file"]).read_bytes()
+            return (RECORDINGS / str(self.body["file"])).read_bytes()
         if kind == "json":
             # Same compact form as FastAPI's JSONResponse.
             return json.dumps(self.body["json"], ensure_ascii=False, separators=(",", ":")).encode()
@@ -96,7 +96,7 @@ def exchanges(scenario: str) -> list[Exchange]:
 def part_bytes(part: dict[str, Any]) -> bytes:
     """The bytes of one recorded multipart part (a text field's text, or its input file)."""
     if part["kind"] == "file":
-        return (RECORDINGS / part["file"]).read_bytes()
+        return (RECORDINGS / str(part["file"])).read_bytes()
     return str(part["value"]).encode()
 
 
@@ -108,21 +108,46 @@ class Playback:
     received: list[tuple[str, str]] = field(default_factory=list)
 
 
+class _Script:
+    """Which recorded response answers the next request, in the recording's order.
+
+    A request takes the first exchange with its method and path at or after
+    the cursor, and moves the cursor past it, unless that would skip
+    exchanges of other requests while an earlier response for the same
+    request exists: then that response is repeated (a client polling more
+    often than the recording did sees the same status again, not the 404
+    recorded after a DELETE it has not sent yet). A request with nothing
+    left repeats its last response.
+    """
+
+    def __init__(self, xs: list[Exchange]) -> None:
+        self.xs = xs
+        self.cursor = 0
+        self.last: dict[tuple[str, str], Exchange] = {}
+
+    def next(self, key: tuple[str, str]) -> Exchange | None:
+        at = next((i for i in range(self.cursor, len(self.xs)) if self._key(i) == key), None)
+        if at is None or (at > self.cursor and key in self.last):
+            return self.last.get(key)
+        self.cursor = at + 1
+        self.last[key] = self.xs[at]
+        return self.xs[at]
+
+    def _key(self, i: int) -> tuple[str, str]:
+        return (self.xs[i].method, self.xs[i].path)
+
+
 @contextmanager
 def playback(
     scenarios: list[str], *, max_requests: int = 200, max_lifetime_s: float = 60.0
 ) -> Iterator[Playback]:
-    """Serve the responses of ``scenarios`` on 127.0.0.1 until the block ends.
+    """Serve the responses of ``scenarios`` (in turn) on 127.0.0.1 until the block ends.
 
-    Each (method, path) answers its recorded responses in order and then
-    repeats the last one (so a client may poll more or less often than the
-    recording did); a request never recorded gets 501. The server stops
-    after ``max_requests`` requests or ``max_lifetime_s`` seconds.
+    Requests are answered as :class:`_Script` says; a request never recorded
+    gets 501. The server stops after ``max_requests`` requests or
+    ``max_lifetime_s`` seconds.
     """
-    queues: dict[tuple[str, str], list[Exchange]] = {}
-    for name in scenarios:
-        for x in exchanges(name):
-            queues.setdefault((x.method, x.path), []).append(x)
+    script = _Script([x for name in scenarios for x in exchanges(name)])
     lock = threading.Lock()
     state = Playback("")
     deadline = time.monotonic() + max_lifetime_s
@@ -140,8 +165,7 @@ def playback(
             key = (self.command, self.path)
             with lock:
                 state.received.append(key)
-                queue = queues.get(key)
-                x = (queue.pop(0) if len(queue) > 1 else queue[0]) if queue else None
+                x = script.next(key)
             if x is None:
                 self.send_error(501, "no recorded exchange")
                 return
@@ -162,7 +186,9 @@ def playback(
     stop = threading.Event()
 
     def loop() -> None:
-        while not stop.is_set() and time.monotonic() < deadline and len(state.received) < max_requests:
+        while (
+            not stop.is_set() and time.monotonic() < deadline and len(state.received) < max_requests
+        ):
             server.handle_request()
 
     thread = threading.Thread(target=loop, daemon=True)
