@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "ERROR_FIELDS",
     "RECORDINGS",
+    "VIDEO_RESPONSE_FIELDS",
     "Exchange",
     "Playback",
     "exchanges",
@@ -31,6 +33,36 @@ __all__ = [
 
 RECORDINGS = Path(__file__).resolve().parent / "fixtures" / "real_writers" / "vllm-omni-0.30.0"
 _MAX_BODY = 8 << 20
+
+# vllm_omni/entrypoints/openai/protocol/videos.py: class VideoResponse.
+VIDEO_RESPONSE_FIELDS = {
+    "model",
+    "prompt",
+    "id",
+    "object",
+    "status",
+    "size",
+    "progress",
+    "seconds",
+    "quality",
+    "completed_at",
+    "created_at",
+    "remixed_from_video_id",
+    "error",
+    "media_type",
+    "expires_at",
+    "file_name",
+    "inference_time_s",
+    "fps",
+    "num_frames",
+    "duration_s",
+    "metrics",
+    "stage_durations",
+    "peak_memory_mb",
+    "action",
+}
+# vllm/entrypoints/openai/engine/protocol.py: ErrorResponse / ErrorInfo.
+ERROR_FIELDS = {"message", "type", "param", "code"}
 
 
 @dataclass(frozen=True)

@@ -15,37 +15,15 @@ from typing import Any
 
 import pytest
 
-from tests.omni_playback import RECORDINGS, Exchange, exchanges, recording
+from tests.omni_playback import (
+    ERROR_FIELDS,
+    RECORDINGS,
+    VIDEO_RESPONSE_FIELDS,
+    Exchange,
+    exchanges,
+    recording,
+)
 
-# vllm_omni/entrypoints/openai/protocol/videos.py: class VideoResponse.
-VIDEO_RESPONSE_FIELDS = {
-    "model",
-    "prompt",
-    "id",
-    "object",
-    "status",
-    "size",
-    "progress",
-    "seconds",
-    "quality",
-    "completed_at",
-    "created_at",
-    "remixed_from_video_id",
-    "error",
-    "media_type",
-    "expires_at",
-    "file_name",
-    "inference_time_s",
-    "fps",
-    "num_frames",
-    "duration_s",
-    "metrics",
-    "stage_durations",
-    "peak_memory_mb",
-    "action",
-}
-# vllm/entrypoints/openai/engine/protocol.py: ErrorResponse / ErrorInfo.
-ERROR_FIELDS = {"message", "type", "param", "code"}
 JOB_ID = re.compile(r"^video_gen_[0-9a-f]{32}$")
 SERVED = "MiniMax-H3-Ref2VA"
 
