@@ -24,6 +24,7 @@ __all__ = [
     "VIDEO_RESPONSE_FIELDS",
     "Exchange",
     "Playback",
+    "encode_request",
     "exchanges",
     "load",
     "part_bytes",
@@ -130,6 +131,24 @@ def part_bytes(part: dict[str, Any]) -> bytes:
     if part["kind"] == "file":
         return (RECORDINGS / str(part["file"])).read_bytes()
     return str(part["value"]).encode()
+
+
+def encode_request(x: Exchange) -> tuple[bytes | None, str]:
+    """The recorded request's body rebuilt from its parts and input files, and its content type."""
+    shape = x.request_body
+    if shape is None:
+        return None, ""
+    if shape["encoding"] == "application/json":
+        return json.dumps(shape["json"]).encode(), "application/json"
+    boundary = "reprobundle-replayed-request"
+    out = b""
+    for p in shape["parts"]:
+        head = f'--{boundary}\r\nContent-Disposition: form-data; name="{p["name"]}"'
+        if p["kind"] == "file":
+            head += f'; filename="{p["filename"]}"\r\nContent-Type: {p["content_type"]}'
+        out += (head + "\r\n\r\n").encode() + part_bytes(p) + b"\r\n"
+    out += f"--{boundary}--\r\n".encode()
+    return out, f"multipart/form-data; boundary={boundary}"
 
 
 @dataclass

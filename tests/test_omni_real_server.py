@@ -26,7 +26,7 @@ import av
 import pytest
 
 from rerun.client import Deadline, VideoClient
-from tests.omni_playback import RECORDINGS
+from tests.omni_playback import RECORDINGS, encode_request, exchanges
 
 SERVED = "MiniMax-H3-Ref2VA"
 _DEFAULT_VENV_PYTHON = Path("/tmp/omnireal-venv/bin/python")
@@ -111,3 +111,31 @@ def test_happy_path_against_the_real_server(real_server: str) -> None:
     assert gone.json()["error"]["message"] == "Video not found"
     version = client.request("GET", "/version", timeout=10).json()
     assert version == {"version": "0.30.0"}
+
+
+@pytest.mark.slow
+def test_the_recordings_still_hold_on_the_real_server(real_server: str) -> None:
+    """A few recorded answers, asked again live: the transcripts describe this server."""
+    client = VideoClient(real_server)
+    for x in exchanges("bad_requests"):
+        if x.note not in ("seconds_float", "model_mismatch", "reference_as_text"):
+            continue
+        body, ctype = encode_request(x)
+        live = client.request(
+            "POST", x.path, body=body, headers={"Content-Type": ctype}, timeout=30
+        )
+        assert (live.status, live.json()) == (x.status, x.json), x.note
+    failing = next(x for x in exchanges("failed_400") if x.note == "create")
+    body, ctype = encode_request(failing)
+    job = client.request(
+        "POST", "/v1/videos", body=body, headers={"Content-Type": ctype}, timeout=30
+    )
+    job_id = job.json()["id"]
+    deadline = time.monotonic() + 60
+    while (poll := client.request("GET", f"/v1/videos/{job_id}", timeout=10)).status == 200:
+        assert time.monotonic() < deadline, "the failing job did not fail"
+        time.sleep(0.2)
+    recorded = [x for x in exchanges("failed_400") if x.note == "poll"][-1]
+    assert poll.status == recorded.status
+    assert poll.json()["error"] == recorded.json["error"]
+    assert client.request("DELETE", f"/v1/videos/{job_id}", timeout=10).status == 200

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.omni_playback import VIDEO_RESPONSE_FIELDS, Exchange, exchanges, part_bytes
+from tests.omni_playback import VIDEO_RESPONSE_FIELDS, Exchange, encode_request, exchanges
 from tests.reference_server import REPO_ROOT, running_server, server_command
 
 SERVED = "MiniMax-H3-Ref2VA"
@@ -44,27 +44,11 @@ def _server_args() -> tuple[str, ...]:
     return tuple(args)
 
 
-def _encode(x: Exchange) -> tuple[bytes | None, dict[str, str]]:
-    """The recorded request's body, rebuilt from its parts and input files."""
-    shape = x.request_body
-    if shape is None:
-        return None, {}
-    if shape["encoding"] == "application/json":
-        return json.dumps(shape["json"]).encode(), {"Content-Type": "application/json"}
-    boundary = "reprobundle-conformance"
-    out = b""
-    for p in shape["parts"]:
-        disp = f'form-data; name="{p["name"]}"'
-        head = f"--{boundary}\r\nContent-Disposition: {disp}"
-        if p["kind"] == "file":
-            head += f'; filename="{p["filename"]}"\r\nContent-Type: {p["content_type"]}'
-        out += (head + "\r\n\r\n").encode() + part_bytes(p) + b"\r\n"
-    out += f"--{boundary}--\r\n".encode()
-    return out, {"Content-Type": f"multipart/form-data; boundary={boundary}"}
-
-
 def _send(url: str, method: str, path: str, x: Exchange | None = None) -> Answer:
-    body, headers = _encode(x) if x is not None else (None, {})
+    body, headers = (None, {})
+    if x is not None:
+        body, ctype = encode_request(x)
+        headers = {"Content-Type": ctype} if ctype else {}
     u = urllib.parse.urlsplit(url)
     conn = http.client.HTTPConnection(u.hostname or "127.0.0.1", u.port, timeout=30)
     try:
