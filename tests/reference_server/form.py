@@ -58,6 +58,8 @@ FILE_FIELDS = frozenset(
         "audio_noise_mask",
     }
 )
+LIST_FILE_FIELDS = frozenset({"input_references"})
+"""File fields the real form types as a list of uploads (repeated parts)."""
 _INT_FIELDS = frozenset(
     {
         "width",
@@ -195,7 +197,10 @@ def _multipart(content_type: str, body: bytes) -> ParsedForm:
             upload = Upload(filename, part.get_content_type(), data)
             form.files.setdefault(name, []).append(upload)
         elif name in FILE_FIELDS:
-            raise _invalid(name, "Value error, Expected UploadFile, received: <class 'str'>")
+            # A list field (input_references) is located at the item, as pydantic does
+            # (recorded: 'body.input_references.0').
+            at = f"{name}.{len(form.files.get(name, []))}" if name in LIST_FILE_FIELDS else name
+            raise _invalid(at, "Value error, Expected UploadFile, received: <class 'str'>")
         else:
             form.fields[name] = data.decode("utf-8")
     return form
@@ -203,7 +208,9 @@ def _multipart(content_type: str, body: bytes) -> ParsedForm:
 
 def _check_types(fields: dict[str, str]) -> None:
     for name, text in fields.items():
-        if name in _INT_FIELDS and not re.fullmatch(r"[+-]?\d+", text.strip()):
+        # pydantic's lax integer parsing takes "7.0" (a zero fraction) but not "7.5"
+        # (recorded: seed "7.0" accepted).
+        if name in _INT_FIELDS and not re.fullmatch(r"[+-]?\d+(?:\.0*)?", text.strip()):
             raise _invalid(name, "Input should be a valid integer, unable to parse string")
         if name in _FLOAT_FIELDS:
             try:

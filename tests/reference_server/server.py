@@ -345,7 +345,7 @@ class Handler(BaseHTTPRequestHandler):
         except FormError as exc:
             self._error(exc.status, exc.message, exc.param)
             return
-        n, hang, fail = self.state.next_generation()
+        _, hang, fail = self.state.next_generation()
         task = resolve_task(form, cfg.task_type)
         failure = None
         if fail:
@@ -358,7 +358,7 @@ class Handler(BaseHTTPRequestHandler):
             )
         prefix = "video_gen_" if self.path == "/v1/videos" else "video_sync-"
         job = Job(
-            f"{prefix}{n:04d}{uuid.uuid4().hex[:20]}",
+            f"{prefix}{uuid.uuid4().hex}",  # vLLM-Omni's: video_gen_<32 hex> (recorded)
             time.monotonic(),
             int(time.time()),
             form.fields,
