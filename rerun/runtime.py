@@ -209,9 +209,13 @@ def endpoint_runtime(arm_commit: str) -> dict[str, Any]:
 
 def method_of(doc: Mapping[str, Any]) -> str:
     """One line saying how the verdict was reached (for progress and refusals)."""
+    where = doc.get("interpreter")
+    if where is None and not doc.get("method"):
+        # Endpoint mode, or a launch command whose interpreter cannot be told: nothing
+        # was asked, so say that rather than "no vllm-omni for no interpreter".
+        return "not probed (no launch environment to ask)"
     how = doc.get("method") or "no commit found"
-    where = doc.get("interpreter") or "no interpreter"
-    return f"{how} ({doc.get('distribution') or 'no vllm-omni'} for {where})"
+    return f"{how} ({doc.get('distribution') or 'no vllm-omni'} for {where or 'no interpreter'})"
 
 
 def refusal(server: str, doc: Mapping[str, Any], allow_unverified: bool) -> str | None:

@@ -91,3 +91,16 @@ def test_default_output_names_every_contradicted_claim(tmp_path: Path, keys: Key
     assert any(x.startswith("  ✗ claim requests (requests_total): claimed 27") for x in named)
     assert any(x.startswith("  ✗ claim requests-ok (requests_passed): claimed 25") for x in named)
     assert all("recomputed 26" in x for x in named)
+
+
+def test_unscored_comparisons_are_counted_so_the_quality_line_adds_up(
+    tmp_path: Path, keys: Keys
+) -> None:
+    # A rerun records its comparisons before anyone scores the media: no gated metric.
+    # "0/14 pass, 0 fail, 0 unattested" left 14 unaccounted for.
+    spec = seed_like()
+    spec.comparisons = [{} for _ in spec.comparisons]
+    bundle = build(spec).seal(tmp_path, keys.private)
+    lines = render_text(replay_bundle(bundle, trust=Trust.keys([keys.public]))).splitlines()
+    quality = next(x for x in lines if x.startswith("  quality "))
+    assert "0/14 comparisons pass, 0 fail, 0 unattested, 14 not scored" in quality, quality

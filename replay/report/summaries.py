@@ -67,8 +67,11 @@ def section_summaries(r: ReplayResult) -> tuple[tuple[str, str], ...]:
         (
             "quality",
             f"{q.comparisons_passed}/{q.comparisons_total} comparisons pass, "
-            f"{q.comparisons_failed} fail, {q.comparisons_unattested} unattested "
-            f"({len(q.gates)} gates)"
+            f"{q.comparisons_failed} fail, {q.comparisons_unattested} unattested"
+            # Comparisons with no value for any gated metric (a rerun's, before its
+            # media are scored) are neither: say how many, or the counts do not add up.
+            + (f", {q.ungated_comparisons} not scored" if q.ungated_comparisons else "")
+            + f" ({len(q.gates)} gates)"
             if r.evidenced("quality")
             else r.not_applicable("quality") or ne,
         ),
