@@ -181,8 +181,10 @@ def import_command(
                 }
             )
             sys.exit(EXIT_OK)
+        n_files = len({r.source for r in res.runs})
+        runs = f" ({len(res.runs)} runs)" if n_files != len(res.runs) else ""
         say(
-            f"imported {len(res.runs)} source file(s), {len(lps)} load point(s) "
+            f"imported {n_files} source file(s){runs}, {len(lps)} load point(s) "
             f"({', '.join(lps)}), {res.claims} claim(s), {res.not_claimed} not claimed "
             f"-> {res.directory}"
         )
