@@ -36,6 +36,10 @@ follows for a GuideLLM source:
 - The load point is the benchmark's strategy: ``synchronous`` (one at a time),
   ``concurrent`` (``streams``), ``throughput``, ``constant`` / ``poisson``
   (``rate``); its arrival process goes to ``meta["arrival"]``.
+
+A report holds one benchmark per strategy run (a ``sweep`` profile, several
+``rate`` or ``streams`` values, a built-in scenario): ``parse_all`` gives one run
+per benchmark, each its own load point; ``parse`` one (by index, or the only one).
 """
 
 from __future__ import annotations

@@ -20,6 +20,10 @@ E2E and TPOT claims are therefore unverifiable, with the reason; ``concurrency``
 claimed. The arrival process: ``request_rate`` inf sends everything at once
 (within ``max_concurrency``), a finite rate draws exponential intervals
 (Poisson); 0.5.23 has no burstiness setting.
+
+Runs of one arm at several load points usually share an ``--output-file``:
+``parse_all`` gives one run per (non-empty) line; ``parse`` one (by index, or the
+only one).
 """
 
 from __future__ import annotations

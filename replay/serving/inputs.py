@@ -46,10 +46,11 @@ sweep's file is parsed once, however many sources name it."""
 def pick_run(
     src: dict[str, Any],
     data: bytes,
-    where: str,
+    entry: str,
     cache: Cache,
 ) -> ServingRun:
-    """The run ``src["benchmark"]`` of the carried file of a multi-run source.
+    """The run ``src["benchmark"]`` of the carried file (``data``) of the multi-run
+    source ``src``, entry ``entry`` (``sources[i]``) of ``serving.json``.
 
     Raises:
         BundleFormatError: the index or count is not an integer, the file holds another
@@ -61,7 +62,8 @@ def pick_run(
 
     def bad(field: str, message: str) -> BundleFormatError:
         return BundleFormatError(
-            f"{where}: {field} {message}", [Problem(f"files/{INDEX}", where, field, message)]
+            f"files/{INDEX} {entry}: {field} {message}",
+            [Problem(f"files/{INDEX}", entry, field, message)],
         )
 
     if isinstance(idx, bool) or not isinstance(idx, int) or idx < 0:
@@ -99,7 +101,7 @@ def _parse(
     if not isinstance(arm, str) or data is None:
         return f"{where}: needs an arm and a carried file"
     if "benchmark" in src or "benchmarks" in src:
-        return pick_run(src, data, where, cache)
+        return pick_run(src, data, where.removeprefix(f"files/{INDEX} "), cache)
     if fmt == aiperf.FORMAT:
         agg = src.get("aggregate_path")
         adata = member(f"files/{agg}") if isinstance(agg, str) else None
