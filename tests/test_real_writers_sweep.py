@@ -465,3 +465,12 @@ def test_replay_refuses_an_index_out_of_range_or_a_changed_count(
     assert data_view is not None
     assert len(data_view.runs) == 7
     assert any("sources[1]: benchmark 9 is out of range" in x for x in data_view.problems)
+    # A file is parsed once for every source naming it; each run keeps its entry's arm.
+    index["sources"][1]["benchmark"] = 1
+    index["sources"].append(index["sources"][2] | {"arm": "other"})
+    files["files/serving.json"] = json.dumps(index).encode()
+    data_view = load_serving(member)
+    assert data_view is not None and data_view.problems == ()
+    lp = index["sources"][2]["load_point"]
+    assert data_view.runs[("other", lp)].run.arm == "other"
+    assert data_view.runs[(index["sources"][2]["arm"], lp)].run.arm == "base"

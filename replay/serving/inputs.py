@@ -11,6 +11,7 @@ is unverifiable.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,9 +39,9 @@ SWEEPS: dict[str, Callable[[bytes, str, str], list[ServingRun]]] = {
 }
 """Formats whose one file may hold several runs, each source naming its ``benchmark``."""
 
-Cache = dict[tuple[str, str, str], list[ServingRun] | BundleError]
-"""(format, path, arm) -> the runs of a carried file holding several, or why none: a
-sweep's file is parsed once, however many sources name it."""
+Cache = dict[tuple[str, str], list[ServingRun] | BundleError]
+"""(format, path) -> the runs of a carried file holding several, or why none: a file
+is parsed once, however many sources (of whichever arms) name it."""
 
 
 def pick_run(
@@ -73,7 +74,7 @@ def pick_run(
     sweep = SWEEPS.get(fmt)
     if sweep is None:
         raise bad("benchmark", f"format {fmt!r} holds one run per file: no index applies")
-    key = (fmt, path, arm)
+    key = (fmt, path)
     if key not in cache:
         try:
             cache[key] = sweep(data, path, arm)
@@ -90,7 +91,9 @@ def pick_run(
         )
     if not idx < count:
         raise bad("benchmark", f"{idx} is out of range: {path} holds {count} runs")
-    return got[idx]
+    run = got[idx]
+    # The arm only labels the run (the parsers read nothing else from it).
+    return run if run.arm == arm else dataclasses.replace(run, arm=arm)
 
 
 def _parse(
