@@ -474,3 +474,22 @@ def test_replay_refuses_an_index_out_of_range_or_a_changed_count(
     lp = index["sources"][2]["load_point"]
     assert data_view.runs[("other", lp)].run.arm == "other"
     assert data_view.runs[(index["sources"][2]["arm"], lp)].run.arm == "base"
+
+
+def test_one_run_files_import_as_before(tmp_path: Path) -> None:
+    # What a70afa3 (before several runs per file) wrote for one-run files: each
+    # carried as sources/<arm>/<load point>.<ext>, an entry without benchmark fields,
+    # the attempt's note unchanged (the whole directory was compared byte for byte
+    # against a70afa3's import when this landed).
+    for fmt, root, ext in (("guidellm", GUIDELLM, "json"), ("sglang", SGLANG, "jsonl")):
+        args: list[str | Path] = ["import", fmt, "-q", "-o", tmp_path / fmt]
+        for run in ("base-c2", "cand-r8"):
+            args += ["--arm", f"{run[:4]}={root / run}.{ext}"]
+        res = _cli(*args, "--commit", "base=aaaaaaa", "--commit", "cand=bbbbbbb")
+        assert res.returncode == 0, res.stderr
+        index = json.loads((tmp_path / fmt / "serving.json").read_text())
+        for s in index["sources"]:
+            assert set(s) == {"arm", "format", "path", "load_point", "original_name", "sha256"}
+            assert s["path"] == f"sources/{s['arm']}/{s['load_point']}.{ext}"
+        note = json.loads((tmp_path / fmt / "attempts.jsonl").read_text())["note"]
+        assert note == "one benchmark run per source file; the tool records no attempt boundaries"
