@@ -166,7 +166,12 @@ def sweep_replayed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     assert seal.returncode == 0, seal.stderr
     rep = _cli("replay", tmp / "g.bundle", "--allow-unsigned", "--json")
     doc: dict[str, Any] = json.loads(rep.stdout)
-    return doc | {"_exit": rep.returncode, "_camp": tmp / "camp", "_stdout": res.stdout}
+    return doc | {
+        "_exit": rep.returncode,
+        "_camp": tmp / "camp",
+        "_stdout": res.stdout,
+        "_stderr": res.stderr,
+    }
 
 
 def test_a_real_sweep_imports_seals_and_replays_every_claim_confirmed(
@@ -232,6 +237,12 @@ def test_an_adaptive_sweep_compares_arms_only_where_their_rates_meet(
     }
     assert {(d["where"], d["message"]) for d in devs} == want
     assert sweep_replayed["_exit"] == 4  # the deviations; every claim confirmed
+    # Said at import already, before sealing.
+    err = sweep_replayed["_stderr"]
+    assert "warning: 4 load point(s) not run by every arm" in err
+    for arm, other in (("base", "cand"), ("cand", "base")):
+        for r in rates[arm]:
+            assert f"  r{r}-c512-constant: no run of {other}\n" in err
 
 
 def _merged(*names: str) -> bytes:
