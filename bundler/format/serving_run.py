@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from bundler.errors import UsageError
+from bundler.errors import Problem, UsageError
 
 __all__ = [
     "LATENCIES",
@@ -18,6 +19,7 @@ __all__ = [
     "ServingRun",
     "SourceError",
     "arrival_text",
+    "check_distinct",
     "load_point_id",
     "shown",
 ]
@@ -163,3 +165,28 @@ class ServingRun:
 
 class SourceError(UsageError):
     """A source file is not what its format says (exit 2); ``problems`` name file and field."""
+
+
+def check_distinct(runs: Sequence[ServingRun], where: str, record: Callable[[int], str]) -> None:
+    """Refuse two runs of one source file (``record(i)`` names run ``i`` in it: a
+    benchmark, a line) at one load point: the arm would have two figures for it.
+
+    Raises:
+        SourceError: each repeated run, located, with the one it repeats.
+    """
+    first: dict[str, int] = {}
+    problems = []
+    for i, r in enumerate(runs):
+        j = first.setdefault(r.load_point, i)
+        if j != i:
+            problems.append(
+                Problem(
+                    where,
+                    record(i),
+                    None,
+                    f"load point {r.load_point} again ({record(j)} is at it): two runs of "
+                    "one arm at one load point",
+                )
+            )
+    if problems:
+        raise SourceError(f"{where}: runs repeat a load point", problems)

@@ -1,4 +1,4 @@
-"""GuideLLM ``guidellm run`` JSON reports (``--output kind=json``; one benchmark per file).
+"""GuideLLM ``guidellm run`` JSON reports (``--output kind=json``; one run per benchmark).
 
 Followed writer: ``guidellm`` 0.8.1 from PyPI (its source, read in the installed
 package), checked against bytes it wrote (``tests/fixtures/real_writers/guidellm-0.8.1/``).
@@ -36,6 +36,10 @@ follows for a GuideLLM source:
 - The load point is the benchmark's strategy: ``synchronous`` (one at a time),
   ``concurrent`` (``streams``), ``throughput``, ``constant`` / ``poisson``
   (``rate``); its arrival process goes to ``meta["arrival"]``.
+
+A report holds one benchmark per strategy run (a ``sweep`` profile, several
+``rate`` or ``streams`` values, a built-in scenario): ``parse_all`` gives one run
+per benchmark, each its own load point; ``parse`` one (by index, or the only one).
 """
 
 from __future__ import annotations
@@ -53,11 +57,12 @@ from bundler.format.serving_run import (
     POISSON,
     ServingRun,
     SourceError,
+    check_distinct,
     load_point_id,
     shown,
 )
 
-__all__ = ["FORMAT", "MERGE_S", "PERCENTILES", "parse"]
+__all__ = ["FORMAT", "MAX_BENCHMARKS", "MERGE_S", "PERCENTILES", "parse", "parse_all"]
 
 FORMAT = "guidellm"
 PERCENTILES = {
@@ -98,6 +103,9 @@ DEFINITIONS = {
 }
 _NS_LIMIT_S = 9e9
 """Wall-clock seconds below this fit int64 nanoseconds (2**63 ns is 9.2e9 s)."""
+MAX_BENCHMARKS = 100
+"""The most benchmarks one report may hold (a default sweep has 10; GuideLLM's built-in
+scenarios 5): a larger one is refused before any benchmark is read."""
 _STRATEGIES = ("synchronous", "concurrent", "throughput", "constant", "poisson")
 
 
@@ -134,16 +142,18 @@ def _dict(v: Any, where: str, field: str, record: str | None = None) -> dict[str
     return v
 
 
-def _load_point(b: dict[str, Any], where: str) -> tuple[float, int | None, str, str]:
+def _load_point(
+    b: dict[str, Any], where: str, bat: str = "benchmarks[0]"
+) -> tuple[float, int | None, str, str]:
     """(rate, max concurrency, arrival text, arrival process) of the benchmark's strategy.
 
     The process is part of the load point's id (``serving_run.load_point_id``):
     ``constant`` gaps and ``poisson`` gaps at one rate are two load points; the other
     strategies send as fast as their cap allows (rate ``inf``), so none applies.
     """
-    cfg = _dict(b.get("config"), where, "benchmarks[0].config")
-    st = _dict(cfg.get("strategy"), where, "benchmarks[0].config.strategy")
-    at = "benchmarks[0].config.strategy"
+    cfg = _dict(b.get("config"), where, f"{bat}.config")
+    st = _dict(cfg.get("strategy"), where, f"{bat}.config.strategy")
+    at = f"{bat}.config.strategy"
     kind = st.get("type_")
     if kind not in _STRATEGIES:
         raise _fail(
@@ -249,43 +259,49 @@ class _Req:
             )
 
 
-def _requests(b: dict[str, Any], where: str) -> tuple[list[_Req], int, int, int]:
-    reqs = _dict(b.get("requests"), where, "benchmarks[0].requests")
+def _requests(b: dict[str, Any], where: str, bat: str) -> tuple[list[_Req], int, int, int]:
+    reqs = _dict(b.get("requests"), where, f"{bat}.requests")
     out: list[_Req] = []
     counts = []
     for status in ("successful", "errored", "incomplete"):
         items = reqs.get(status) or []
         if not isinstance(items, list):
-            raise _fail(where, f"benchmarks[0].requests.{status}", "expected an array")
+            raise _fail(where, f"{bat}.requests.{status}", "expected an array")
         for i, r in enumerate(items):
-            rec = f"benchmarks[0].requests.{status}[{i}]"
+            rec = f"{bat}.requests.{status}[{i}]"
             out.append(_Req(r, where, rec, status == "successful"))
         counts.append(len(items))
     return out, counts[0], counts[1], counts[2]
 
 
-def _window(b: dict[str, Any], where: str) -> tuple[float, float]:
+def _window(b: dict[str, Any], where: str, bat: str) -> tuple[float, float]:
     ends = []
     for key in ("start_time", "end_time"):
         v = b.get(key)
         if not _finite(v) or v < 0:
-            raise _fail(where, f"benchmarks[0].{key}", f"expected seconds >= 0, found {shown(v)}")
+            raise _fail(where, f"{bat}.{key}", f"expected seconds >= 0, found {shown(v)}")
         ends.append(float(v))
     s, e = ends
     if not e > s:
         raise _fail(
             where,
-            "benchmarks[0].end_time",
+            f"{bat}.end_time",
             f"the benchmark ends ({e!r}) before it starts ({s!r}): no window to divide by",
         )
     return s, e
 
 
 def _latency_aggregates(
-    tag: str, succ: dict[str, Any], where: str, out: dict[str, float], names: dict[str, str]
+    tag: str,
+    succ: dict[str, Any],
+    where: str,
+    out: dict[str, float],
+    names: dict[str, str],
+    *,
+    mat: str,
 ) -> None:
     lat, scale = _LATENCY[tag]
-    at = f"metrics.{tag}.successful"
+    at = f"{mat}metrics.{tag}.successful"
     stats = [(f"{_STATS[s]}_{lat}_ms", succ.get(s), f"{at}.{s}") for s in _STATS]
     pct = succ.get("percentiles")
     if isinstance(pct, dict):
@@ -298,11 +314,11 @@ def _latency_aggregates(
         out[key], names[key] = float(v) * scale, name
 
 
-def _totals(m: dict[str, Any], out: dict[str, float], names: dict[str, str]) -> list[str]:
+def _totals(m: dict[str, Any], out: dict[str, float], names: dict[str, str], mat: str) -> list[str]:
     for k, key in (("successful", "completed"), ("errored", "failed")):
         v = m.get(k)
         if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
-            out[key], names[key] = float(v), f"metrics.request_totals.{k}"
+            out[key], names[key] = float(v), f"{mat}metrics.request_totals.{k}"
     if m.get("incomplete"):
         # The vocabulary's failed count is every request not successful.
         out.pop("failed", None)
@@ -311,28 +327,29 @@ def _totals(m: dict[str, Any], out: dict[str, float], names: dict[str, str]) -> 
 
 
 def _aggregates(
-    metrics: dict[str, Any], where: str
+    metrics: dict[str, Any], where: str, mat: str = ""
 ) -> tuple[dict[str, float], dict[str, str], list[str]]:
-    """Canonical (vLLM-style) key -> value, key -> GuideLLM's name, names left out."""
+    """Canonical (vLLM-style) key -> value, key -> GuideLLM's name, names left out
+    (``mat``: the benchmark's prefix in the names, empty in a one-benchmark report)."""
     out: dict[str, float] = {}
     names: dict[str, str] = {}
     left: list[str] = []
     for tag, m in sorted(metrics.items()):
         succ = m.get("successful") if isinstance(m, dict) else None
         if tag == "request_totals" and isinstance(m, dict):
-            left += _totals(m, out, names)
+            left += _totals(m, out, names, mat)
         elif not isinstance(succ, dict):
             if m is not None:
                 left.append(tag)
         elif tag in _LATENCY:
-            _latency_aggregates(tag, succ, where, out, names)
+            _latency_aggregates(tag, succ, where, out, names, mat=mat)
             left.append(f"{tag}.successful mode/variance/min/max")
         elif tag in _RATES:
             v = succ.get("mean")
             if not _finite(v):
-                at = f"metrics.{tag}.successful.mean"
+                at = f"{mat}metrics.{tag}.successful.mean"
                 raise _fail(where, at, f"expected a finite number, found {shown(v)}")
-            out[_RATES[tag]], names[_RATES[tag]] = float(v), f"metrics.{tag}.successful.mean"
+            out[_RATES[tag]], names[_RATES[tag]] = float(v), f"{mat}metrics.{tag}.successful.mean"
         else:
             left.append(tag)
     return out, names, left
@@ -352,7 +369,7 @@ def _last_event_gaps(ok_reqs: list[_Req], end: float) -> dict[str, float]:
     }
 
 
-def _scheduler_notes(b: dict[str, Any]) -> list[str]:
+def _scheduler_notes(b: dict[str, Any], mat: str = "") -> list[str]:
     """Inconsistencies of the scheduler's own figures (not claimed, never trusted)."""
     sm = b.get("scheduler_metrics")
     if not isinstance(sm, dict):
@@ -361,12 +378,12 @@ def _scheduler_notes(b: dict[str, Any]) -> list[str]:
     s, e = sm.get("start_time"), sm.get("end_time")
     if _finite(s) and _finite(e) and s > e:
         notes.append(
-            f"scheduler_metrics.start_time ({s!r}) after its end_time ({e!r}): the "
+            f"{mat}scheduler_metrics.start_time ({s!r}) after its end_time ({e!r}): the "
             "scheduler's figures are inconsistent"
         )
     for k, v in sorted(sm.items()):
         if k.endswith("_delay_avg") and _finite(v) and abs(v) > 1e6:
-            notes.append(f"scheduler_metrics.{k} = {v!r} s: a timestamp, not a delay")
+            notes.append(f"{mat}scheduler_metrics.{k} = {v!r} s: a timestamp, not a delay")
     return notes
 
 
@@ -408,29 +425,75 @@ def _arrays(reqs: list[_Req], n_ok: int) -> dict[str, Any]:
     }
 
 
-def parse(data: bytes, where: str, arm: str) -> ServingRun:
-    """Parse one GuideLLM report of ``arm`` (one benchmark); the load point is its strategy.
+def parse_all(data: bytes, where: str, arm: str) -> list[ServingRun]:
+    """Parse every benchmark of one GuideLLM report of ``arm`` (a sweep, or a scenario's
+    several rates or stream counts): one run per benchmark, in the report's order, each
+    its own load point (its strategy).
 
     Raises:
-        SourceError: not a GuideLLM report, truncated, several benchmarks, a strategy
-            with no load point, a successful request without token timings or with
-            timings out of order, a bad token count, a window that ends before it starts.
+        SourceError: what ``parse`` refuses, located at its benchmark; no benchmark, more
+            than ``MAX_BENCHMARKS``, or two benchmarks at one load point.
     """
+    doc = _load(data, where)
+    benches = doc["benchmarks"]
+    if not benches:
+        raise _fail(where, "benchmarks", "holds no benchmark")
+    if len(benches) > MAX_BENCHMARKS:
+        # Checked before any benchmark is read: the cost stays bounded.
+        raise _fail(
+            where,
+            "benchmarks",
+            f"holds {len(benches)} benchmarks, more than the {MAX_BENCHMARKS} one report may "
+            "hold: split the run",
+        )
+    runs = [_benchmark(doc, i, where, arm) for i in range(len(benches))]
+    check_distinct(runs, where, lambda i: f"benchmarks[{i}]")
+    return runs
+
+
+def parse(data: bytes, where: str, arm: str, index: int | None = None) -> ServingRun:
+    """Parse one GuideLLM report of ``arm``; the load point is its benchmark's strategy.
+
+    ``index`` None: the report must hold exactly one benchmark. Otherwise the run of
+    benchmark ``index`` (``parse_all``'s, checks of the whole report included).
+
+    Raises:
+        SourceError: not a GuideLLM report, truncated, several benchmarks (``index``
+            None), a strategy with no load point, a successful request without token
+            timings or with timings out of order, a bad token count, a window that ends
+            before it starts.
+    """
+    if index is not None:
+        runs = parse_all(data, where, arm)
+        if not 0 <= index < len(runs):
+            raise _fail(where, "benchmarks", f"has no benchmark {index} (holds {len(runs)})")
+        return runs[index]
     doc = _load(data, where)
     benches = doc["benchmarks"]
     if len(benches) != 1:
         raise _fail(
             where,
             "benchmarks",
-            f"holds {len(benches)} benchmarks: import one file per benchmark (arm and load "
-            "point); run one profile rate or stream count per guidellm run",
+            f"holds {len(benches)} benchmarks: import it with bundle import (one load point "
+            "per benchmark), whose serving.json names each benchmark's index",
         )
-    b = _dict(benches[0], where, "benchmarks[0]")
-    rate, conc, arrival, process = _load_point(b, where)
-    start, end = _window(b, where)
-    reqs, n_ok, n_err, n_inc = _requests(b, where)
-    metrics = _dict(b.get("metrics"), where, "benchmarks[0].metrics")
-    aggregates, names, left = _aggregates(metrics, where)
+    return _benchmark(doc, 0, where, arm)
+
+
+def _benchmark(doc: dict[str, Any], i: int, where: str, arm: str) -> ServingRun:
+    """The run of benchmark ``i``: a report of one benchmark keeps its names (fields
+    ``metrics...`` unprefixed, as imports before sweeps wrote them); in a report of
+    several, every name says its benchmark (``benchmarks[2].metrics...``)."""
+    single = len(doc["benchmarks"]) == 1
+    bat = f"benchmarks[{i}]"
+    mat = "" if single else f"{bat}."
+    at = where if single else f"{where} {bat}"
+    b = _dict(doc["benchmarks"][i], where, bat)
+    rate, conc, arrival, process = _load_point(b, where, bat)
+    start, end = _window(b, where, bat)
+    reqs, n_ok, n_err, n_inc = _requests(b, where, bat)
+    metrics = _dict(b.get("metrics"), where, f"{bat}.metrics")
+    aggregates, names, left = _aggregates(metrics, where, mat)
     totals = metrics.get("request_totals")
     unrecorded: dict[str, str] = {}
     recorded = (n_ok, n_err, n_inc)
@@ -439,7 +502,7 @@ def parse(data: bytes, where: str, arm: str) -> ServingRun:
         and tuple(totals.get(k) for k in ("successful", "errored", "incomplete")) != recorded
     ):
         why = (
-            f"{where}: its requests lists ({n_ok} successful, {n_err} errored, {n_inc} "
+            f"{at}: its requests lists ({n_ok} successful, {n_err} errored, {n_inc} "
             f"incomplete) are not the {totals.get('successful')!r}/{totals.get('errored')!r}/"
             f"{totals.get('incomplete')!r} its aggregates counted (sampled with "
             "sample_size?): GuideLLM's aggregates cannot be re-derived from them"
@@ -452,7 +515,7 @@ def parse(data: bytes, where: str, arm: str) -> ServingRun:
     outside = [i for i, r in enumerate(ok_reqs) if r.start < start or r.end > end]
     if outside and not unrecorded:
         why = (
-            f"{where}: successful request {outside[0]} lies outside the benchmark window "
+            f"{at}: successful request {outside[0]} lies outside the benchmark window "
             "(warmup or cooldown): GuideLLM's windowing is not re-derived"
         )
         unrecorded = dict.fromkeys(("ttft", "tpot", "itl", "e2el"), why)
@@ -463,7 +526,7 @@ def parse(data: bytes, where: str, arm: str) -> ServingRun:
                 f"{names.pop(key)} (its last event lies {gap!r} s before end_time, within "
                 "the 0.1 ms GuideLLM merges: it divides by a shorter span)"
             )
-    left += _scheduler_notes(b)
+    left += _scheduler_notes(b, mat)
     arrays = _arrays(reqs, n_ok)
     meta: dict[str, Any] = {
         "tool": FORMAT,

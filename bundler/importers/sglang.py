@@ -20,6 +20,10 @@ E2E and TPOT claims are therefore unverifiable, with the reason; ``concurrency``
 claimed. The arrival process: ``request_rate`` inf sends everything at once
 (within ``max_concurrency``), a finite rate draws exponential intervals
 (Poisson); 0.5.23 has no burstiness setting.
+
+Runs of one arm at several load points usually share an ``--output-file``:
+``parse_all`` gives one run per (non-empty) line; ``parse`` one (by index, or the
+only one).
 """
 
 from __future__ import annotations
@@ -32,10 +36,10 @@ from typing import Any
 
 from bundler._internal.jsonload import JsonLoadError, loads
 from bundler.errors import Problem
-from bundler.format.serving_run import ServingRun, SourceError
+from bundler.format.serving_run import ServingRun, SourceError, check_distinct
 from bundler.importers import vllm
 
-__all__ = ["FORMAT", "NO_LATENCY", "parse"]
+__all__ = ["FORMAT", "MAX_RUNS", "NO_LATENCY", "parse", "parse_all"]
 
 FORMAT = "sglang"
 _E2E_RE = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)_e2e_latency_ms$")
@@ -67,20 +71,43 @@ def _fail(where: str, field: str | None, message: str, record: str | None = None
     )
 
 
-def _one_line(data: bytes, where: str) -> dict[str, Any]:
+MAX_RUNS = 100
+"""The most runs (lines) one result file may hold: a larger one is refused before any
+line is parsed."""
+
+
+def _lines(data: bytes, where: str) -> list[tuple[int, str]]:
+    """The file's non-empty lines with their 1-based numbers (one run each)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _fail(where, None, f"not UTF-8 ({exc.reason} at byte {exc.start})") from exc
     lines = [(i, x) for i, x in enumerate(text.split("\n"), start=1) if x.strip()]
+    if not lines:
+        raise _fail(where, None, "holds no run (an empty file)")
+    if len(lines) > MAX_RUNS:
+        raise _fail(
+            where,
+            None,
+            f"holds {len(lines)} runs, more than the {MAX_RUNS} one file may hold: split it",
+        )
+    return lines
+
+
+def _one_line(data: bytes, where: str) -> dict[str, Any]:
+    lines = _lines(data, where)
     if len(lines) != 1:
         raise _fail(
             where,
             None,
             f"holds {len(lines)} runs (bench_serving appends one line per run to "
-            "--output-file): import one file per run",
+            "--output-file): import it with bundle import (one load point per line), whose "
+            "serving.json names each run's index",
         )
-    i, line = lines[0]
+    return _doc(*lines[0], where)
+
+
+def _doc(i: int, line: str, where: str) -> dict[str, Any]:
     try:
         doc = loads(line, constants="keep", surrogates=True)
     except JsonLoadError as exc:
@@ -109,14 +136,49 @@ def _arrival(rate: float, conc: int | None) -> str:
     return f"poisson arrivals at {rate!r} requests/s{cap}"
 
 
-def parse(data: bytes, where: str, arm: str) -> ServingRun:
-    """Parse one SGLang result line of ``arm``; the load point is its rate and concurrency.
+def parse_all(data: bytes, where: str, arm: str) -> list[ServingRun]:
+    """Parse every run (line) of one SGLang result file of ``arm``, in the file's order:
+    bench_serving appends one line per run to the same ``--output-file``, each its own
+    load point.
 
     Raises:
-        SourceError: not SGLang's, several runs in the file, no ``--output-details``
-            arrays, truncated, arrays of different lengths, a bad time or count.
+        SourceError: what ``parse`` refuses, located at its line (record ``line N``);
+            more than ``MAX_RUNS`` lines, or two lines at one load point.
     """
-    doc = _one_line(data, where)
+    lines = _lines(data, where)
+    if len(lines) == 1:
+        return [_run(_doc(*lines[0], where), where, arm)]
+    runs = []
+    for i, line in lines:
+        try:
+            runs.append(_run(_doc(i, line, where), where, arm))
+        except SourceError as exc:
+            located = [dataclasses.replace(p, record=p.record or f"line {i}") for p in exc.problems]
+            raise SourceError(exc.message, located) from None
+    check_distinct(runs, where, lambda k: f"line {lines[k][0]}")
+    return runs
+
+
+def parse(data: bytes, where: str, arm: str, index: int | None = None) -> ServingRun:
+    """Parse one SGLang result line of ``arm``; the load point is its rate and concurrency.
+
+    ``index`` None: the file must hold one run; otherwise run ``index`` (from 0, over
+    its non-empty lines) of ``parse_all``.
+
+    Raises:
+        SourceError: not SGLang's, several runs in the file (``index`` None), no
+            ``--output-details`` arrays, truncated, arrays of different lengths, a bad
+            time or count.
+    """
+    if index is not None:
+        runs = parse_all(data, where, arm)
+        if not 0 <= index < len(runs):
+            raise _fail(where, None, f"has no run {index} (holds {len(runs)})")
+        return runs[index]
+    return _run(_one_line(data, where), where, arm)
+
+
+def _run(doc: dict[str, Any], where: str, arm: str) -> ServingRun:
     # The per-request arrays and settings have vLLM's names and meanings: vLLM's
     # checks apply as they are, with this file named in every problem.
     try:

@@ -302,54 +302,78 @@ def _read_source(path: Path) -> bytes:
         raise SourceError(exc.message, [Problem(str(path), None, None, why)]) from exc
 
 
-def _read(fmt: str, path: Path, arm: str) -> tuple[ServingRun, Carried]:
+_SWEEPS = {guidellm.FORMAT: guidellm.parse_all, sglang.FORMAT: sglang.parse_all}
+"""Formats whose one file may hold several runs (GuideLLM benchmarks, SGLang lines)."""
+
+Parsed = tuple[ServingRun, Carried, dict[str, Any]]
+"""A run, the files carried for it, and what its ``serving.json`` entry adds (a run of
+a file holding several: ``benchmark``, its index, and ``benchmarks``, their count)."""
+
+
+def _read(fmt: str, path: Path, arm: str) -> list[Parsed]:
     if fmt == aiperf.FORMAT:
         records, aggregate = aiperf.locate(path)
         rdata, adata = _read_source(records), _read_source(aggregate)
         run = aiperf.parse(rdata, str(records), adata, str(aggregate), arm)
-        return run, [
+        carried = [
             (f"{run.load_point}/{aiperf.RECORDS_NAME}", rdata),
             (f"{run.load_point}/{aiperf.AGGREGATE_NAME}", adata),
         ]
+        return [(run, carried, {})]
     if fmt == inference_perf.FORMAT:
         paths = inference_perf.locate(path)
         blobs = [_read_source(p) for p in paths]
         r, a, c = ((b, str(p)) for p, b in zip(paths, blobs, strict=True))
         run = inference_perf.parse(r, a, c, arm)
-        return run, [(f"{run.load_point}/{p.name}", b) for p, b in zip(paths, blobs, strict=True)]
+        pairs = zip(paths, blobs, strict=True)
+        return [(run, [(f"{run.load_point}/{p.name}", b) for p, b in pairs], {})]
     data = _read_source(path)
-    parse = {guidellm.FORMAT: guidellm.parse, sglang.FORMAT: sglang.parse}.get(fmt, vllm.parse)
-    run = parse(data, str(path), arm)
-    return run, [(f"{run.load_point}.{'jsonl' if fmt == sglang.FORMAT else 'json'}", data)]
+    ext = "jsonl" if fmt == sglang.FORMAT else "json"
+    sweep = _SWEEPS.get(fmt)
+    if sweep is None:
+        run = vllm.parse(data, str(path), arm)
+        return [(run, [(f"{run.load_point}.{ext}", data)], {})]
+    runs = sweep(data, str(path), arm)
+    if len(runs) == 1:
+        # Named by its load point, as before several runs per file were read: the
+        # import of a one-run file keeps its bytes.
+        return [(runs[0], [(f"{runs[0].load_point}.{ext}", data)], {})]
+    # Carried once, named by its content (load point ids start with "r": no clash).
+    name = f"runs-{hashlib.sha256(data).hexdigest()[:16]}.{ext}"
+    return [
+        (r, [(name, data)], {"benchmark": i, "benchmarks": len(runs)}) for i, r in enumerate(runs)
+    ]
 
 
-def _parse_all(fmt: str, sources: Sequence[tuple[str, Path]]) -> list[tuple[ServingRun, Carried]]:
-    out: list[tuple[ServingRun, Carried]] = []
+def _parse_all(fmt: str, sources: Sequence[tuple[str, Path]]) -> list[Parsed]:
+    out: list[Parsed] = []
     seen: dict[tuple[str, str], str] = {}
     problems: list[Problem] = []
     for arm, path in sources:
         try:
-            run, data = _read(fmt, path, arm)
+            parsed = _read(fmt, path, arm)
         except OSError as exc:
             problems.append(Problem(str(path), None, None, exc.strerror or str(exc)))
             continue
         except SourceError as exc:
             problems += exc.problems
             continue
-        key = (arm, run.load_point)
-        if key in seen:
-            problems.append(
-                Problem(
-                    str(path),
-                    None,
-                    None,
-                    f"arm {arm} at load point {run.load_point} "
-                    f"already comes from {seen[key]}: one file per arm and load point",
+        for run, data, extra in parsed:
+            key = (arm, run.load_point)
+            at = str(path) if "benchmark" not in extra else f"{path} (run {extra['benchmark']})"
+            if key in seen:
+                problems.append(
+                    Problem(
+                        str(path),
+                        None if "benchmark" not in extra else f"run {extra['benchmark']}",
+                        None,
+                        f"arm {arm} at load point {run.load_point} "
+                        f"already comes from {seen[key]}: one run per arm and load point",
+                    )
                 )
-            )
-            continue
-        seen[key] = str(path)
-        out.append((run, data))
+                continue
+            seen[key] = at
+            out.append((run, data, extra))
     if problems:
         raise SourceError(f"{len(problems)} problem(s) in the sources; nothing written", problems)
     return out
@@ -397,7 +421,7 @@ def import_campaign(
     if out.exists() or out.is_symlink():
         raise UsageError(f"{out}: already exists; give a new directory")
     parsed = _parse_all(fmt, sources)
-    runs = [r for r, _ in parsed]
+    runs = [r for r, _, _ in parsed]
     # vLLM records --backend; AIPerf its --endpoint-type (input_config.endpoint.type).
     backend = next(
         (
@@ -413,7 +437,7 @@ def import_campaign(
     load_points: dict[str, dict[str, Any]] = {}
     claims: list[dict[str, Any]] = []
     not_claimed: list[dict[str, Any]] = []
-    for run, carried in parsed:
+    for run, carried, extra in parsed:
         rels = [f"sources/{run.arm}/{name}" for name, _ in carried]
         for rel, (_, data) in zip(rels, carried, strict=True):
             files[rel] = data
@@ -431,6 +455,7 @@ def import_campaign(
         if len(rels) > 2:
             entry["config_path"] = rels[2]
             entry["config_sha256"] = hashlib.sha256(carried[2][1]).hexdigest()
+        entry |= extra
         index_sources.append(entry)
         load_points.setdefault(run.load_point, _load_point_doc(run))
         cited = replace_source(run, rels[0])
@@ -505,7 +530,13 @@ def import_campaign(
             {
                 "attempt_id": "imported",
                 "status": "accepted",
-                "note": "one benchmark run per source file; the tool records no attempt boundaries",
+                "note": (
+                    "one benchmark run per source file; the tool records no attempt boundaries"
+                    if all(not extra for _, _, extra in parsed)
+                    else "one benchmark run per source file, or per benchmark (GuideLLM) or "
+                    "line (SGLang) of a file holding several; the tool records no attempt "
+                    "boundaries"
+                ),
             }
         ]
     )

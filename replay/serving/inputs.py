@@ -3,24 +3,26 @@
 A serving campaign (``bundle import``) lists its sources in ``serving.json``
 (bundle member ``files/serving.json``): for each, the arm, the format and the
 campaign path of the tool's file, carried verbatim as ``files/<path>``. Replay
-parses each with the importer's parser for its format; a source that does not
-parse stays listed with the reason, and every claim that needs it is
-unverifiable.
+parses each with the importer's parser for its format (a source naming a
+``benchmark`` picks that run of a file holding several, parsed once); a source
+that does not parse stays listed with the reason, and every claim that needs it
+is unverifiable.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bundler.errors import BundleError
-from bundler.format.serving_run import ServingRun
+from bundler.errors import BundleError, BundleFormatError, Problem
+from bundler.format.serving_run import ServingRun, shown
 from bundler.importers import aiperf, guidellm, inference_perf, sglang, vllm
 from replay.serving.stats import RunStats
 
-__all__ = ["INDEX", "PARSERS", "ServingData", "load_serving"]
+__all__ = ["INDEX", "PARSERS", "SWEEPS", "Cache", "ServingData", "load_serving", "pick_run"]
 
 INDEX = "serving.json"
 """The campaign file listing the serving sources (bundle member ``files/serving.json``)."""
@@ -31,15 +33,78 @@ PARSERS: dict[str, Callable[[bytes, str, str], ServingRun]] = {
     sglang.FORMAT: sglang.parse,
 }
 """Formats whose run is one file; AIPerf's (records + aggregate) is handled in ``_parse``."""
+SWEEPS: dict[str, Callable[[bytes, str, str], list[ServingRun]]] = {
+    guidellm.FORMAT: guidellm.parse_all,
+    sglang.FORMAT: sglang.parse_all,
+}
+"""Formats whose one file may hold several runs, each source naming its ``benchmark``."""
+
+Cache = dict[tuple[str, str], list[ServingRun] | BundleError]
+"""(format, path) -> the runs of a carried file holding several, or why none: a file
+is parsed once, however many sources (of whichever arms) name it."""
+
+
+def pick_run(
+    src: dict[str, Any],
+    data: bytes,
+    entry: str,
+    cache: Cache,
+) -> ServingRun:
+    """The run ``src["benchmark"]`` of the carried file (``data``) of the multi-run
+    source ``src``, entry ``entry`` (``sources[i]``) of ``serving.json``.
+
+    Raises:
+        BundleFormatError: the index or count is not an integer, the file holds another
+            number of runs than ``benchmarks`` says, or the index is out of range.
+        BundleError: the carried file does not parse.
+    """
+    fmt, path, arm = str(src.get("format")), str(src.get("path")), str(src.get("arm"))
+    idx, count = src.get("benchmark"), src.get("benchmarks")
+
+    def bad(field: str, message: str) -> BundleFormatError:
+        return BundleFormatError(
+            f"files/{INDEX} {entry}: {field} {message}",
+            [Problem(f"files/{INDEX}", entry, field, message)],
+        )
+
+    if isinstance(idx, bool) or not isinstance(idx, int) or idx < 0:
+        raise bad("benchmark", f"expected an integer >= 0, found {shown(idx)}")
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise bad("benchmarks", f"expected an integer >= 0, found {shown(count)}")
+    sweep = SWEEPS.get(fmt)
+    if sweep is None:
+        raise bad("benchmark", f"format {fmt!r} holds one run per file: no index applies")
+    key = (fmt, path)
+    if key not in cache:
+        try:
+            cache[key] = sweep(data, path, arm)
+        except BundleError as exc:
+            cache[key] = exc
+    got = cache[key]
+    if isinstance(got, BundleError):
+        raise got
+    if len(got) != count:
+        raise bad(
+            "benchmarks",
+            f"says {count} runs, but the carried {path} holds {len(got)}: the index does "
+            "not name the run it was imported from",
+        )
+    if not idx < count:
+        raise bad("benchmark", f"{idx} is out of range: {path} holds {count} runs")
+    run = got[idx]
+    # The arm only labels the run (the parsers read nothing else from it).
+    return run if run.arm == arm else dataclasses.replace(run, arm=arm)
 
 
 def _parse(
-    src: dict[str, Any], member: Callable[[str], bytes | None], where: str
+    src: dict[str, Any], member: Callable[[str], bytes | None], where: str, cache: Cache
 ) -> ServingRun | str:
     arm, fmt, path = src.get("arm"), src.get("format"), src.get("path")
     data = member(f"files/{path}") if isinstance(path, str) else None
     if not isinstance(arm, str) or data is None:
         return f"{where}: needs an arm and a carried file"
+    if "benchmark" in src or "benchmarks" in src:
+        return pick_run(src, data, where.removeprefix(f"files/{INDEX} "), cache)
     if fmt == aiperf.FORMAT:
         agg = src.get("aggregate_path")
         adata = member(f"files/{agg}") if isinstance(agg, str) else None
@@ -49,9 +114,7 @@ def _parse(
     if fmt == inference_perf.FORMAT:
         return _inference_perf(src, member, where, (data, str(path)), arm)
     parser = PARSERS.get(str(fmt))
-    if parser is None:
-        return f"{where}: unknown format {fmt!r}"
-    return parser(data, str(path), arm)
+    return f"{where}: unknown format {fmt!r}" if parser is None else parser(data, str(path), arm)
 
 
 def _inference_perf(
@@ -107,13 +170,14 @@ def load_serving(member: Callable[[str], bytes | None]) -> ServingData | None:
         return ServingData({}, (f"files/{INDEX}: expected an object with a 'sources' array",))
     runs: dict[tuple[str, str], RunStats] = {}
     problems: list[str] = []
+    cache: Cache = {}
     for i, src in enumerate(index["sources"]):
         where = f"files/{INDEX} sources[{i}]"
         if not isinstance(src, dict):
             problems.append(f"{where}: expected an object")
             continue
         try:
-            parsed = _parse(src, member, where)
+            parsed = _parse(src, member, where, cache)
         except BundleError as exc:
             problems.append(str(exc).replace("\n", " "))
             continue

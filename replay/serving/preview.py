@@ -17,7 +17,7 @@ from replay.serving.claims import SERVING_EVALUATORS
 from replay.serving.inputs import ServingData
 from replay.serving.stats import RunStats
 
-__all__ = ["Unverifiable", "unverifiable_claims"]
+__all__ = ["Unverifiable", "missing_load_points", "unverifiable_claims"]
 
 
 @dataclass(frozen=True)
@@ -43,3 +43,20 @@ def unverifiable_claims(
         if isinstance(res, str):
             by_reason.setdefault(res, []).append(str(c.get("claim_id")))
     return tuple(Unverifiable(k, tuple(v)) for k, v in by_reason.items())
+
+
+def missing_load_points(runs: Sequence[ServingRun]) -> dict[str, tuple[str, ...]]:
+    """Load point -> the arms with no run at it, for each load point some arm lacks.
+
+    Replay reports each as a deviation (a planned load point with no source): a
+    GuideLLM sweep picks its constant rates from what each arm measured, so two
+    arms' sweeps share only their synchronous and throughput points.
+    """
+    arms = list(dict.fromkeys(r.arm for r in runs))
+    have = {(r.arm, r.load_point) for r in runs}
+    out: dict[str, tuple[str, ...]] = {}
+    for lp in sorted({r.load_point for r in runs}):
+        lacking = tuple(a for a in arms if (a, lp) not in have)
+        if lacking:
+            out[lp] = lacking
+    return out

@@ -144,7 +144,7 @@ def import_command(
     written unless every source is usable.
     """
     from bundler.importers.write import import_campaign
-    from replay.serving.preview import unverifiable_claims
+    from replay.serving.preview import missing_load_points, unverifiable_claims
 
     with cli_errors(as_json):
         assigned = [(a, Path(f)) for a, f in _pairs(arms, "--arm")]
@@ -165,6 +165,7 @@ def import_command(
         lps = sorted({r.load_point for r in res.runs})
         partial = [r.source for r in res.runs if not r.detailed]
         unverifiable = unverifiable_claims(res.runs, res.claim_rows)
+        missing = missing_load_points(res.runs)
         if as_json:
             emit_json(
                 {
@@ -178,11 +179,14 @@ def import_command(
                     "unverifiable": [
                         {"reason": u.reason, "claims": list(u.claim_ids)} for u in unverifiable
                     ],
+                    "load_points_missing": {lp: list(a) for lp, a in missing.items()},
                 }
             )
             sys.exit(EXIT_OK)
+        n_files = len({r.source for r in res.runs})
+        runs = f" ({len(res.runs)} runs)" if n_files != len(res.runs) else ""
         say(
-            f"imported {len(res.runs)} source file(s), {len(lps)} load point(s) "
+            f"imported {n_files} source file(s){runs}, {len(lps)} load point(s) "
             f"({', '.join(lps)}), {res.claims} claim(s), {res.not_claimed} not claimed "
             f"-> {res.directory}"
         )
@@ -195,6 +199,15 @@ def import_command(
         for u in unverifiable:
             ids = ", ".join(u.claim_ids[:3]) + (", ..." if len(u.claim_ids) > 3 else "")
             say(f"  {len(u.claim_ids)} ({ids}): {u.reason}", err=True)
+        if missing:
+            say(
+                f"warning: {len(missing)} load point(s) not run by every arm; replay reports "
+                "each as a deviation (a GuideLLM sweep picks its rates per arm: give the "
+                "arms the same rates to compare them there):",
+                err=True,
+            )
+        for lp, lacking in missing.items():
+            say(f"  {lp}: no run of {', '.join(lacking)}", err=True)
         if verbosity > QUIET:
             say(f"next: bundle seal {res.directory} -o RUN.bundle --key KEY")
     sys.exit(EXIT_OK)
