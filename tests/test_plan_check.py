@@ -425,3 +425,21 @@ def test_an_arm_id_with_a_dot_has_its_teardown_budget_read() -> None:
     assert [b.worst_case_s for b in r.slots] == [4650.0, 4590.0, 4590.0, 4650.0]
     blocking, _ = seal_plan_findings(plan, kind="campaign", where="plans/p.json")
     assert blocking == []
+
+
+def test_cli_on_a_schema_invalid_plan_file_gives_findings_not_a_crash(tmp_path: Path) -> None:
+    # A plan file given by path is checked leniently (check_plan_document): the typed Plan
+    # could not even be parsed from this one (timeouts is a string, a teardown a list).
+    plan = load("seed-kv-residency-pilot.corrected.json")
+    plan["timeouts"] = "soon"
+    plan["teardown"]["kv2"] = [60, 90]
+    assert document_errors("plan", plan) != []
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(plan), encoding="utf-8")
+    res = CliRunner().invoke(plan_group, ["check", "--json", str(path)])
+    assert res.exit_code == 2, res.output
+    doc = json.loads(res.output)
+    # timeouts.request_s cannot be read, so the check stops after the reservation's findings.
+    assert [(f["code"], f["path"]) for f in doc["findings"] if f["level"] == "error"] == [
+        ("missing", "timeouts.request_s")
+    ]
