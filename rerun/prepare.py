@@ -112,7 +112,7 @@ def prepare_plan(
         schedule=schedule,
         targets=resolve_targets(plan, schedule, options, plan_name=name),
         files=input_files(plan, bundle, options, plan_name=name),
-        check=check_plan(plan.to_dict(), elapsed_s=options.reservation_used_s),
+        check=check_plan(plan, elapsed_s=options.reservation_used_s),
         estimates=estimate(plan, schedule, sealed_receipts, sealed_attempt),
         sealed_attempt=sealed_attempt,
         api=api,

@@ -82,7 +82,7 @@ def build_schedule(plan: Plan, commits: Mapping[str, str]) -> tuple[SlotPlan, ..
     """
     payload = plan.request.payload or {}
     out = []
-    for slot in plan_slots(plan.to_dict()):
+    for slot in plan_slots(plan):
         if slot.arm not in commits:
             raise PlanShapeError(
                 f"arm_order names {slot.arm!r}, which is not an arm of the campaign"

@@ -18,6 +18,7 @@ from scipy import stats
 
 from bundler.campaign.detectable import ServerSpread, detectable_difference
 from bundler.campaign.plan_check import check_plan
+from bundler.format.plan_model import Plan
 from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
 from replay.api import replay_bundle
@@ -67,7 +68,7 @@ def test_hand_case_sample_baseline_as_pilot(bundles: dict[str, Path]) -> None:
     assert spread.sd_s == pytest.approx(HAND_SD, rel=1e-12)
     assert spread.servers == 2
     plan = json.loads(PLAN_5S.read_text(encoding="utf-8"))
-    (d,) = check_plan(plan, spread=spread).detectable or ()
+    (d,) = check_plan(Plan.from_dict(plan, "final-5s.json"), spread=spread).detectable or ()
     assert (d.baseline, d.candidate, d.n_baseline, d.n_candidate) == ("baseline", "candidate", 2, 2)
     assert d.df == pytest.approx(2.0)
     assert d.t == pytest.approx(0.95 / math.sqrt(0.04875), rel=1e-9)

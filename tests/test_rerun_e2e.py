@@ -39,6 +39,7 @@ from click.testing import CliRunner
 
 from bundler.campaign.load import load_campaign
 from bundler.campaign.plan_check import check_plan
+from bundler.format.plan_model import Plan
 from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
 from bundler.verified import VerifiedBundle, open_verified
@@ -411,7 +412,7 @@ def test_reservation_watchdog_ends_a_stuck_arm_as_the_plan_check_predicts(tmp_pa
     plan = _stuck_plan()
     # By hand: position 1 is ready by 10 s at worst, its request times out at 10 + 30 = 40 s,
     # the wave at 40 s, the soft TERM at 4 s: the reservation fires first; candidate-1 starves.
-    predicted = check_plan(plan).scenarios[0]
+    predicted = check_plan(Plan.from_dict(plan, "stuck.json")).scenarios[0]
     assert (predicted.fires, predicted.fires_at_s, predicted.starved) == (
         "reservation",
         4.0,

@@ -17,7 +17,11 @@ samples. The seed's two pilot plans (4 h request timeouts inside a 3 h and a
 2 h reservation) fail here: the reservation watchdog, not the request timeout,
 ends the stuck arm, and every later arm is lost.
 
-Everything here is a pure function of the plan dictionary: no I/O, no printing.
+The check reads a :class:`~bundler.campaign.plan_input.PlanCheckInput`: from the
+typed :class:`~bundler.format.plan_model.Plan` (:func:`check_plan`) or from a plan
+document that may not have passed the schema (:func:`check_plan_document`, the
+lenient front end of ``bundle plan check FILE`` and of the seal); a malformed
+value is a finding, never an exception. Pure functions: no I/O, no printing.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bundler.campaign.detectable import DetectableDifference, ServerSpread, detectable_difference
+from bundler.campaign.plan_input import MALFORMED, CheckReservation, Number, PlanCheckInput
 from bundler.campaign.plan_omni import omni_findings
 from bundler.campaign.plan_result import (
     LEVELS,
@@ -43,10 +48,12 @@ from bundler.campaign.plan_slots import (
     SERVING_APIS,
     PlanShapeError,
     PlanSlot,
+    document_slots,
     is_serving_plan,
     plan_slots,
 )
 from bundler.errors import Problem
+from bundler.format.plan_model import Plan
 
 # The result types and the plan's schedule live in their own modules; their public
 # names stay importable from here, the module ``bundle plan check`` is named after.
@@ -61,6 +68,8 @@ __all__ = [
     "SlotBudget",
     "StuckScenario",
     "check_plan",
+    "check_plan_document",
+    "document_slots",
     "is_serving_plan",
     "plan_slots",
     "seal_plan_findings",
@@ -70,7 +79,7 @@ _RANK = {name: i for i, name in enumerate(LEVELS)}
 _SEAL_BLOCKING_KINDS = ("campaign",)
 
 
-def _positive(value: Any) -> bool:
+def _positive(value: Number) -> bool:
     return (
         isinstance(value, int | float)
         and not isinstance(value, bool)
@@ -79,7 +88,7 @@ def _positive(value: Any) -> bool:
     )
 
 
-def _non_negative(value: Any) -> bool:
+def _non_negative(value: Number) -> bool:
     return (
         isinstance(value, int | float)
         and not isinstance(value, bool)
@@ -90,45 +99,45 @@ def _non_negative(value: Any) -> bool:
 
 @dataclass
 class _Reader:
-    """Reads numbers from the plan, turning each malformed one into an error finding."""
+    """Reads the plan's numbers, turning each malformed one into an error finding."""
 
-    plan: Mapping[str, Any]
+    plan: PlanCheckInput
     findings: list[Finding] = field(default_factory=list)
 
-    def get(self, path: str, *, required: bool = False, allow_zero: bool = False) -> float | None:
-        node: Any = self.plan
-        for part in path.split("."):
-            node = node.get(part) if isinstance(node, Mapping) else None
-        if node is None:
+    def get(
+        self, value: Number, path: str, *, required: bool = False, allow_zero: bool = False
+    ) -> float | None:
+        if value is None:
             if required:
                 self.findings.append(Finding("error", "missing", path, "required by the check"))
             return None
-        ok = _non_negative(node) if allow_zero else _positive(node)
-        if not ok:
+        ok = _non_negative(value) if allow_zero else _positive(value)
+        if not ok or value is MALFORMED:
             want = "a number >= 0" if allow_zero else "a number > 0"
             self.findings.append(Finding("error", "invalid", path, f"must be {want}"))
             return None
-        return float(node)
+        return float(value)
 
 
-def _reservation(r: _Reader) -> Reservation | None:
-    res = r.plan.get("reservation")
+def _reservation(r: _Reader) -> tuple[Reservation | None, CheckReservation | None]:
+    res = r.plan.reservation
     if res is None:
-        return None
-    if not isinstance(res, Mapping):
+        return None, None
+    if res is MALFORMED:
         r.findings.append(Finding("error", "invalid", "reservation", "must be an object"))
-        return None
-    hard = r.get("reservation.hard_limit_s", required=True)
-    soft = r.get("reservation.soft_term_s")
-    grace = r.get("reservation.kill_grace_s", allow_zero=True)
-    boundary = res.get("watchdog_is_failure_boundary") is True
-    evidence = res.get("unfinished_arm_evidence")
-    evidence_text = evidence.strip() if isinstance(evidence, str) and evidence.strip() else None
+        return None, None
+    hard = r.get(res.hard_limit_s, "reservation.hard_limit_s", required=True)
+    soft = r.get(res.soft_term_s, "reservation.soft_term_s")
+    grace = r.get(res.kill_grace_s, "reservation.kill_grace_s", allow_zero=True)
     if hard is None:
-        return None
+        return None, res
     return Reservation(
-        hard, soft if soft is not None else hard, grace or 0.0, boundary, evidence_text
-    )
+        hard,
+        soft if soft is not None else hard,
+        grace or 0.0,
+        res.watchdog_is_failure_boundary,
+        res.unfinished_arm_evidence,
+    ), res
 
 
 def _reservation_findings(res: Reservation, explicit_soft: bool) -> list[Finding]:
@@ -177,27 +186,26 @@ def _reservation_findings(res: Reservation, explicit_soft: bool) -> list[Finding
     return out
 
 
-def _expected(plan: Mapping[str, Any], arm: str, r: _Reader) -> float:
-    exp = plan.get("expected_request_s")
-    if exp is None:
-        return 0.0
+def _expected(plan: PlanCheckInput, arm: str, r: _Reader) -> float:
+    exp = plan.expected_request_s
+    per_arm = isinstance(exp, Mapping)
     value = exp.get(arm) if isinstance(exp, Mapping) else exp
     if value is None:
         return 0.0
-    if not _non_negative(value):
-        path = f"expected_request_s.{arm}" if isinstance(exp, Mapping) else "expected_request_s"
+    if value is MALFORMED or not _non_negative(value):
+        path = f"expected_request_s.{arm}" if per_arm else "expected_request_s"
         r.findings.append(Finding("error", "invalid", path, "must be a number >= 0"))
         return 0.0
     return float(value)
 
 
-def _teardown(plan: Mapping[str, Any], arm: str, r: _Reader) -> float | None:
-    td = plan.get("teardown")
-    entry = td.get(arm) if isinstance(td, Mapping) else None
-    if not isinstance(entry, Mapping):
+def _teardown(plan: PlanCheckInput, arm: str, r: _Reader) -> float | None:
+    entry = plan.teardown.get(arm)
+    if entry is None:
         return None
-    term = r.get(f"teardown.{arm}.term_wait_s", required=True, allow_zero=True)
-    kill = r.get(f"teardown.{arm}.kill_wait_s", required=True, allow_zero=True)
+    path = f"teardown.{arm}"
+    term = r.get(entry.term_wait_s, path + ".term_wait_s", required=True, allow_zero=True)
+    kill = r.get(entry.kill_wait_s, path + ".kill_wait_s", required=True, allow_zero=True)
     if term is None or kill is None:
         return None
     return term + kill
@@ -212,7 +220,7 @@ class _Timeouts:
 
 
 def _budgets(
-    plan: Mapping[str, Any], slots: Sequence[PlanSlot], t: _Timeouts, r: _Reader
+    plan: PlanCheckInput, slots: Sequence[PlanSlot], t: _Timeouts, r: _Reader
 ) -> tuple[list[SlotBudget], dict[str, float]]:
     budgets = []
     expected: dict[str, float] = {}
@@ -395,11 +403,12 @@ def _grace_findings(budgets: Sequence[SlotBudget], res: Reservation) -> list[Fin
 
 
 def _timeouts(r: _Reader) -> _Timeouts | None:
-    request = r.get("timeouts.request_s", required=True)
-    wave = r.get("timeouts.wave_s")
-    arm = r.get("timeouts.arm_s")
-    startup = r.get("startup_budget_s", allow_zero=True)
-    if startup is None and "startup_budget_s" not in r.plan:
+    p = r.plan
+    request = r.get(p.request_s, "timeouts.request_s", required=True)
+    wave = r.get(p.wave_s, "timeouts.wave_s")
+    arm = r.get(p.arm_s, "timeouts.arm_s")
+    startup = r.get(p.startup_budget_s, "startup_budget_s", allow_zero=True)
+    if startup is None and not p.startup_declared:
         r.findings.append(
             Finding(
                 "warning",
@@ -436,7 +445,7 @@ def _detectable(
 
 
 def check_plan(
-    plan: Mapping[str, Any],
+    plan: Plan,
     *,
     elapsed_s: float = 0.0,
     spread: ServerSpread | None = None,
@@ -445,7 +454,7 @@ def check_plan(
     """Check the timeout hierarchy of ``plan`` against its device reservation.
 
     Args:
-        plan: the plan document (``specs/schemas/plan.schema.json``).
+        plan: the frozen plan, typed (``specs/schemas/plan.schema.json``).
         elapsed_s: seconds of the reservation already used before the first
             arm position starts (set-up, an earlier attempt).
         spread: server-to-server spread from a pilot or baseline bundle; when
@@ -459,19 +468,41 @@ def check_plan(
         budgets, one stuck-first-request scenario per arm position, and the
         detectable differences when ``spread`` is given.
     """
-    plan_id = str(plan.get("id", "?"))
+    return _check(PlanCheckInput.from_plan(plan), elapsed_s, spread, level)
+
+
+def check_plan_document(
+    doc: Mapping[str, Any],
+    *,
+    elapsed_s: float = 0.0,
+    spread: ServerSpread | None = None,
+    level: float = 0.95,
+) -> PlanCheckResult:
+    """:func:`check_plan` of a plan document that may not have passed the schema.
+
+    Every value the check needs and finds malformed (a string for a number, a
+    list for an object, an arm order that is no list) is an error finding
+    located by its JSON path, as for a value out of range; nothing raises.
+    """
+    return _check(PlanCheckInput.from_document(doc), elapsed_s, spread, level)
+
+
+def _check(
+    plan: PlanCheckInput, elapsed_s: float, spread: ServerSpread | None, level: float
+) -> PlanCheckResult:
+    plan_id = plan.plan_id
     r = _Reader(plan)
-    try:
-        slots = plan_slots(plan)
-    except PlanShapeError as exc:
-        return PlanCheckResult(plan_id, (Finding("error", "invalid", "arm_order", str(exc)),))
+    if plan.shape_error is not None:
+        return PlanCheckResult(
+            plan_id, (Finding("error", "invalid", "arm_order", plan.shape_error),)
+        )
+    slots = plan.slots
     detectable = None if spread is None else _detectable(slots, spread, level)
     t = _timeouts(r)
-    res = _reservation(r)
-    if res is not None:
-        explicit_soft = isinstance(plan["reservation"].get("soft_term_s"), int | float)
-        r.findings += _reservation_findings(res, explicit_soft)
-    elif "reservation" not in plan:
+    res, declared = _reservation(r)
+    if res is not None and declared is not None:
+        r.findings += _reservation_findings(res, declared.soft_declared)
+    elif not plan.reservation_declared:
         r.findings.append(
             Finding(
                 "warning",
@@ -494,13 +525,13 @@ def check_plan(
             worst = _worst_case_finding(budgets, res, elapsed_s)
             if worst is not None:
                 r.findings.append(worst)
-            if "kill_grace_s" in plan["reservation"]:
+            if declared is not None and declared.kill_grace_declared:
                 r.findings += _grace_findings(budgets, res)
     assumptions = [
         "earlier arm positions run nominally: full start-up budget, "
         + (
             "expected_request_s per request"
-            if "expected_request_s" in plan
+            if plan.expected_declared
             else "requests taking no time (no expected_request_s declared; the most favourable "
             "case, so every error found is certain)"
         )
@@ -544,7 +575,7 @@ def seal_plan_findings(
     if is_serving_plan(plan):
         # Serving benchmarks record no schedule, timeouts or teardown: nothing to check.
         return blocking, []
-    result = check_plan(plan)
+    result = check_plan_document(plan)
     warnings: list[Problem] = []
     for f in result.findings:
         p = Problem(where, None, f.path, f"plan check {f.level} [{f.code}]: {f.message}")

@@ -16,7 +16,9 @@ Facts from vLLM-Omni 0.30.0 (the ``vllm-omni`` wheel, paths under
 - ``POST /v1/videos/sync`` gives up after ``VLLM_OMNI_VIDEO_SYNC_TIMEOUT``
   seconds (default 600) with HTTP 504 (``video/generation/helpers.py:100``).
 
-Pure functions of the plan dictionary. Every finding here is a warning: the
+Pure functions of the check's input (:class:`~bundler.campaign.plan_input.PlanCheckInput`:
+the request's API, its payload and the launch section as JSON, the arms of the
+plan's schedule, its request timeout). Every finding here is a warning: the
 plan may target another server, and a sealed honest campaign keeps its
 verdicts; ``specs/plan-check.md`` lists the codes.
 """
@@ -29,6 +31,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bundler.campaign.plan_input import PlanCheckInput
 from bundler.campaign.plan_result import Finding
 
 __all__ = ["SYNC_TIMEOUT_S", "omni_findings", "served_names"]
@@ -90,13 +93,14 @@ def _until_option(tokens: Sequence[str]) -> list[str]:
     return out
 
 
-def _model_findings(plan: Mapping[str, Any], model: str) -> list[Finding]:
-    launch = plan.get("launch")
-    if not isinstance(launch, Mapping):
-        return []
+def _arms(plan: PlanCheckInput) -> list[str]:
+    return sorted({s.arm for s in plan.slots})
+
+
+def _model_findings(plan: PlanCheckInput, model: str) -> list[Finding]:
+    launch = plan.launch
     out = []
-    arms = sorted({str(a) for a in plan.get("arm_order", []) if isinstance(a, str)})
-    for arm in arms:
+    for arm in _arms(plan):
         per_arm = launch.get(arm)
         per_arm = per_arm if isinstance(per_arm, Mapping) else {}
         argv = _tokens(per_arm.get("command") or launch.get("command")) or []
@@ -191,12 +195,11 @@ def _h3_findings(payload: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
-def _sync_cap(plan: Mapping[str, Any]) -> float:
+def _sync_cap(plan: PlanCheckInput) -> float:
     """The smallest cap any arm's launch environment sets (the default where one sets none)."""
-    launch = plan.get("launch")
-    launch = launch if isinstance(launch, Mapping) else {}
+    launch = plan.launch
     caps = []
-    for arm in {str(a) for a in plan.get("arm_order", []) if isinstance(a, str)}:
+    for arm in _arms(plan):
         per_arm = launch.get(arm)
         env = per_arm.get("env") if isinstance(per_arm, Mapping) else None
         raw = env.get("VLLM_OMNI_VIDEO_SYNC_TIMEOUT") if isinstance(env, Mapping) else None
@@ -207,13 +210,9 @@ def _sync_cap(plan: Mapping[str, Any]) -> float:
     return min(caps, default=SYNC_TIMEOUT_S)
 
 
-def _sync_findings(plan: Mapping[str, Any]) -> list[Finding]:
-    request = plan.get("request")
-    timeouts = plan.get("timeouts")
-    if not isinstance(request, Mapping) or request.get("api") != "videos-sync":
-        return []
-    request_s = timeouts.get("request_s") if isinstance(timeouts, Mapping) else None
-    if not isinstance(request_s, int | float) or isinstance(request_s, bool):
+def _sync_findings(plan: PlanCheckInput) -> list[Finding]:
+    request_s = plan.request_s
+    if plan.api != "videos-sync" or not isinstance(request_s, int | float):
         return []
     if request_s <= _sync_cap(plan):
         return []
@@ -229,16 +228,11 @@ def _sync_findings(plan: Mapping[str, Any]) -> list[Finding]:
     ]
 
 
-def omni_findings(plan: Mapping[str, Any]) -> list[Finding]:
+def omni_findings(plan: PlanCheckInput) -> list[Finding]:
     """The warnings above for ``plan`` (none for a plan without a video request)."""
-    request = plan.get("request")
-    if not isinstance(request, Mapping) or request.get("api") not in (
-        "videos-async",
-        "videos-sync",
-    ):
+    if plan.api not in ("videos-async", "videos-sync"):
         return []
-    payload = request.get("payload")
-    payload = payload if isinstance(payload, Mapping) else {}
+    payload = plan.payload
     out: list[Finding] = []
     model = payload.get("model")
     if isinstance(model, str) and model:

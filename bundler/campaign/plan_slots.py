@@ -2,7 +2,10 @@
 
 Read by the plan check (:mod:`bundler.campaign.plan_check`), the seal (serving
 plans are not schedule-checked) and the rerun's scheduler (``rerun.schedule``).
-Pure functions of the plan dictionary.
+:func:`plan_slots` reads the typed :class:`~bundler.format.plan_model.Plan`;
+:func:`document_slots` and :func:`is_serving_plan` read a plan document that may
+not have passed the schema (``bundle plan check FILE``, the campaign loader), so
+they check every shape they rely on. Pure functions.
 """
 
 from __future__ import annotations
@@ -11,7 +14,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SERVING_APIS", "PlanShapeError", "PlanSlot", "is_serving_plan", "plan_slots"]
+from bundler.format.plan_model import Plan
+
+__all__ = [
+    "SERVING_APIS",
+    "PlanShapeError",
+    "PlanSlot",
+    "document_slots",
+    "is_serving_plan",
+    "plan_slots",
+]
 
 
 class PlanShapeError(ValueError):
@@ -41,15 +53,13 @@ class PlanSlot:
         return self.warmups + self.measured + self.quality
 
 
-def _count(plan: Mapping[str, Any], key: str, minimum: int) -> int:
-    value = plan.get(key)
+def _count(value: Any, key: str, minimum: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise PlanShapeError(f"{key} must be an integer >= {minimum}")
     return value
 
 
-def _quality_counts(plan: Mapping[str, Any]) -> tuple[int, set[str]]:
-    quality = plan.get("quality")
+def _quality_counts(quality: Any) -> tuple[int, set[str]]:
     if not isinstance(quality, Mapping):
         return 0, set()
     prompts = quality.get("prompts")
@@ -59,7 +69,32 @@ def _quality_counts(plan: Mapping[str, Any]) -> tuple[int, set[str]]:
     return len(prompts), {str(s) for s in render_on}
 
 
-def plan_slots(plan: Mapping[str, Any]) -> tuple[PlanSlot, ...]:
+def _slots(
+    order: Any, warmups_value: Any, measured_value: Any, servers: Any, quality_section: Any
+) -> tuple[PlanSlot, ...]:
+    # Values as the plan gives them: a typed Plan keeps an integral float as written
+    # (3.0), which is no count here either way.
+    if not isinstance(order, list) or not order or not all(isinstance(a, str) for a in order):
+        raise PlanShapeError("arm_order must be a non-empty list of arm ids")
+    warmups = _count(warmups_value, "warmups_per_server", 0)
+    measured = _count(measured_value, "measured_per_server", 1)
+    if servers is not None:
+        if not isinstance(servers, list) or len(servers) != len(order):
+            raise PlanShapeError("servers must list one server name per arm_order entry")
+        if not all(isinstance(s, str) and s for s in servers) or len(set(servers)) != len(servers):
+            raise PlanShapeError("servers must be distinct non-empty names")
+    n_quality, render_on = _quality_counts(quality_section)
+    seen: dict[str, int] = {}
+    out = []
+    for i, arm in enumerate(order):
+        seen[arm] = seen.get(arm, 0) + 1
+        server = str(servers[i]) if servers is not None else f"{arm}-{seen[arm]}"
+        quality = n_quality if server in render_on else 0
+        out.append(PlanSlot(i + 1, arm, server, warmups, measured, quality))
+    return tuple(out)
+
+
+def plan_slots(plan: Plan) -> tuple[PlanSlot, ...]:
     """The arm positions of ``plan`` in run order.
 
     Servers are named by the plan's ``servers`` list (one per ``arm_order``
@@ -70,26 +105,29 @@ def plan_slots(plan: Mapping[str, Any]) -> tuple[PlanSlot, ...]:
     Raises:
         PlanShapeError: ``arm_order``, the request counts or ``servers`` are malformed.
     """
-    order = plan.get("arm_order")
-    if not isinstance(order, list) or not order or not all(isinstance(a, str) for a in order):
-        raise PlanShapeError("arm_order must be a non-empty list of arm ids")
-    warmups = _count(plan, "warmups_per_server", 0)
-    measured = _count(plan, "measured_per_server", 1)
-    servers = plan.get("servers")
-    if servers is not None:
-        if not isinstance(servers, list) or len(servers) != len(order):
-            raise PlanShapeError("servers must list one server name per arm_order entry")
-        if not all(isinstance(s, str) and s for s in servers) or len(set(servers)) != len(servers):
-            raise PlanShapeError("servers must be distinct non-empty names")
-    n_quality, render_on = _quality_counts(plan)
-    seen: dict[str, int] = {}
-    out = []
-    for i, arm in enumerate(order):
-        seen[arm] = seen.get(arm, 0) + 1
-        server = str(servers[i]) if servers is not None else f"{arm}-{seen[arm]}"
-        quality = n_quality if server in render_on else 0
-        out.append(PlanSlot(i + 1, arm, server, warmups, measured, quality))
-    return tuple(out)
+    return _slots(
+        None if plan.arm_order is None else list(plan.arm_order),
+        plan.warmups_per_server,
+        plan.measured_per_server,
+        None if plan.servers is None else list(plan.servers),
+        # ``quality`` is one of the sections Plan keeps as the JSON it is.
+        plan.unknown.get("quality"),
+    )
+
+
+def document_slots(plan: Mapping[str, Any]) -> tuple[PlanSlot, ...]:
+    """:func:`plan_slots` of a plan document that may not have passed the schema.
+
+    Raises:
+        PlanShapeError: ``arm_order``, the request counts or ``servers`` are malformed.
+    """
+    return _slots(
+        plan.get("arm_order"),
+        plan.get("warmups_per_server"),
+        plan.get("measured_per_server"),
+        plan.get("servers"),
+        plan.get("quality"),
+    )
 
 
 SERVING_APIS = frozenset({"openai-completions", "openai-chat-completions"})

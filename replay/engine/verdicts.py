@@ -14,6 +14,10 @@ word. Sections decide with these members; views only spell them for display
 - :class:`MediaVerdict`: a re-scored comparison, and the media section's word for its
   :class:`Outcome`.
 - :class:`Reproduction`: a rerun's effect against the sealed one.
+- :class:`CoverageStatus`: an audio/video coverage check of one arm (media).
+- :class:`FileStatus`: where a file a replay needs was found (media outputs, LPIPS weights).
+- :class:`Agreement`: a re-derived metric against the recorded one (media).
+- :class:`ScorerStatus`: whether the LPIPS scorer a replay used was attested.
 """
 
 from __future__ import annotations
@@ -29,11 +33,15 @@ from bundler.errors import (
 )
 
 __all__ = [
+    "Agreement",
     "ClaimStatus",
+    "CoverageStatus",
+    "FileStatus",
     "GateVerdict",
     "MediaVerdict",
     "Outcome",
     "Reproduction",
+    "ScorerStatus",
     "decide",
 ]
 
@@ -137,3 +145,45 @@ class Reproduction(enum.StrEnum):
         if reproduced is None:
             return cls.NOT_JUDGED
         return cls.REPRODUCED if reproduced else cls.NOT_REPRODUCED
+
+
+class CoverageStatus(enum.StrEnum):
+    """An audio/video coverage check of one arm against the plan (``specs/metrics.md``)."""
+
+    PASS = "PASS"  # noqa: S105 - a verdict, not a password
+    FAIL = "FAIL"
+    NOT_FROZEN = "not-frozen"
+    """The plan freezes no value to check against."""
+    NOT_COMPUTED = "not-computed"
+    """The value could not be measured (a stream is missing)."""
+
+
+class FileStatus(enum.StrEnum):
+    """Where a file the replay needs was found, by its SHA-256; the last three only for weights."""
+
+    OK = "ok"
+    ABSENT = "absent"
+    MISMATCH = "mismatch"
+    NOT_ATTESTED = "not-attested"
+    """The bundle lists no such digest: the file is not part of what it attests."""
+    UNREADABLE = "unreadable"
+    BAD_LAYOUT = "bad-layout"
+    """An LPIPS weights file that does not load as the layout the scorer needs."""
+    UNUSED = "unused"
+    """An LPIPS weights file of a role the scorer does not read."""
+    NOT_LOOKED_FOR = "not-looked-for"
+    """An LPIPS weights file the replay refused before looking for it."""
+
+
+class Agreement(enum.StrEnum):
+    """A re-derived media metric against the recorded one, within the gate's tolerance."""
+
+    AGREE = "agree"
+    DISAGREE = "disagree"
+
+
+class ScorerStatus(enum.StrEnum):
+    """Whether the LPIPS scorer a replay used is the one the bundle attests."""
+
+    ATTESTED = "attested"
+    UNATTESTED = "unattested"

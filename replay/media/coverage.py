@@ -13,8 +13,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, Final
 
+from replay.engine.verdicts import CoverageStatus
 from replay.media.probe import AudioInfo, MediaProbe, VideoInfo
 
 __all__ = [
@@ -31,10 +32,11 @@ DEFAULT_PADDING_TOLERANCE_SAMPLES = 2048
 DEFAULT_AV_TOLERANCE_S = 0.1
 """Audio and video start (and end) times may differ by at most this."""
 
-PASS = "PASS"  # noqa: S105 - a verdict, not a password
-FAIL = "FAIL"
-NOT_FROZEN = "not-frozen"
-NOT_COMPUTED = "not-computed"
+# Names this module's checks use; the words are :class:`CoverageStatus`'s.
+PASS: Final = CoverageStatus.PASS
+FAIL: Final = CoverageStatus.FAIL
+NOT_FROZEN: Final = CoverageStatus.NOT_FROZEN
+NOT_COMPUTED: Final = CoverageStatus.NOT_COMPUTED
 
 
 def _fraction(x: Any) -> Fraction | None:
@@ -137,7 +139,7 @@ class CoverageCheck:
 
     check: str
     arm: str
-    status: str  # PASS | FAIL | not-frozen | not-computed
+    status: CoverageStatus
     observed: float | int | str | None
     expected: str
     detail: str = ""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.engine.verdicts import MediaVerdict, Outcome, decide
+from replay.engine.verdicts import Agreement, MediaVerdict, Outcome, decide
 from replay.media.coverage import PASS as COVERAGE_PASS
 from replay.media.result import ComparisonReplay, MediaReplayResult, fmt
 
@@ -100,7 +100,7 @@ def _comparison(c: ComparisonReplay) -> list[str]:
                 fmt(m.recorded),
                 fmt(m.recomputed),
                 fmt(m.delta),
-                m.status + (f" ({m.detail})" if m.detail and m.status != "agree" else ""),
+                m.status + (f" ({m.detail})" if m.detail and m.status != Agreement.AGREE else ""),
             ]
         )
     lines.extend("  " + ln for ln in _table(rows))

@@ -19,9 +19,10 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Final
 
 from bundler.format.hashing import FileDigest, hash_files
+from replay.engine.verdicts import FileStatus
 
 __all__ = [
     "ABSENT",
@@ -35,11 +36,12 @@ __all__ = [
     "read_verified",
 ]
 
-OK = "ok"
-ABSENT = "absent"
-MISMATCH = "mismatch"
-NOT_ATTESTED = "not-attested"
-UNREADABLE = "unreadable"
+# Names the media modules import; the words are :class:`FileStatus`'s.
+OK: Final = FileStatus.OK
+ABSENT: Final = FileStatus.ABSENT
+MISMATCH: Final = FileStatus.MISMATCH
+NOT_ATTESTED: Final = FileStatus.NOT_ATTESTED
+UNREADABLE: Final = FileStatus.UNREADABLE
 
 
 class IdentityError(Exception):
@@ -60,7 +62,7 @@ class Location:
     """Where (and whether) a digest was found."""
 
     sha256: str
-    status: str  # ok | absent | mismatch | not-attested | unreadable
+    status: FileStatus
     path: str | None = None
     recorded_path: str | None = None
     detail: str = ""

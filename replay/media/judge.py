@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from replay.engine.verdicts import Agreement, FileStatus
 from replay.media.bundle_read import ComparisonRow
 from replay.media.coverage import FAIL as COVERAGE_FAIL
 from replay.media.definitions import DEFAULT_DEFINITION, DEFINITIONS, canonical
@@ -129,7 +130,9 @@ def _status(
         return UNATTESTED if why == UNATTESTED else NOT_COMPUTED
     if rec is None:
         return NOT_RECORDED
-    return "agree" if tol is not None and reproduces(rec, value, tol) else "disagree"
+    if tol is not None and reproduces(rec, value, tol):
+        return Agreement.AGREE
+    return Agreement.DISAGREE
 
 
 def metric_checks(
@@ -203,7 +206,7 @@ def _arm_disagreements(c: ComparisonReplay) -> list[Disagreement]:
                     "identity",
                     f"{arm.role} media",
                     arm.sha256 or "—",
-                    "mismatch",
+                    FileStatus.MISMATCH,
                     arm.location.detail,
                 )
             )
@@ -241,7 +244,9 @@ def disagreements(reps: Sequence[ComparisonReplay]) -> list[Disagreement]:
     for c in reps:
         out += _arm_disagreements(c)
         out += [
-            _metric_disagreement(c.comparison_id, m) for m in c.metrics if m.status == "disagree"
+            _metric_disagreement(c.comparison_id, m)
+            for m in c.metrics
+            if m.status == Agreement.DISAGREE
         ]
         out += [
             Disagreement(

@@ -4,13 +4,16 @@ the scorer was attested (``lpips/alex-v0.1-frame-mean``)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Final
+
+from replay.engine.verdicts import FileStatus, ScorerStatus
 
 __all__ = ["ATTESTED", "LPIPS_DEFINITION", "UNATTESTED", "ScorerIdentity", "WeightUse"]
 
 LPIPS_DEFINITION = "lpips/alex-v0.1-frame-mean"
-ATTESTED = "attested"
-UNATTESTED = "unattested"
+# Names the LPIPS modules import; the words are :class:`ScorerStatus`'s.
+ATTESTED: Final = ScorerStatus.ATTESTED
+UNATTESTED: Final = ScorerStatus.UNATTESTED
 
 
 @dataclass(frozen=True)
@@ -21,7 +24,7 @@ class WeightUse:
     recorded_file: str
     sha256: str
     recorded_bytes: int | None
-    status: str  # ok | absent | mismatch | not-attested | unreadable | bad-layout | unused
+    status: FileStatus
     found_at: str | None = None
     detail: str = ""
 
@@ -30,7 +33,7 @@ class WeightUse:
 class ScorerIdentity:
     """The LPIPS scorer identity the bundle records, and what was actually used."""
 
-    status: str  # attested | unattested
+    status: ScorerStatus
     reason: str
     name: str | None
     version: str | None

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from replay.engine.verdicts import FileStatus
 from replay.media.lpips_batch import (
     CPU_BATCH_MAX,
     CPU_BATCH_PIXELS,
@@ -97,7 +98,7 @@ def build_network(lpips: Any, state: dict[str, dict[str, Any]], uses: list[Weigh
     except RuntimeError as exc:
         for i, u in enumerate(uses):
             if u.role in ("backbone", "linear"):
-                uses[i] = with_status(u, "bad-layout", str(exc))
+                uses[i] = with_status(u, FileStatus.BAD_LAYOUT, str(exc))
         raise Refused(f"strict load failed: {exc}", uses) from exc
     model.eval()
     for p in model.parameters():

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bundler.format.plan_model import ScorerDoc
+from replay.engine.verdicts import FileStatus
 from replay.media.identity import OK, ArtifactRef, IdentityError, locate, read_verified
 from replay.media.lpips_identity import WeightUse
 
@@ -66,7 +67,10 @@ def locate_weights(
     if name != "lpips" or net != "alex":
         raise Refused(f"scorer {name!r} net {net!r}: only lpips with net alex is supported", [])
     by_role = {w.role: w for w in scorer.weights}
-    uses = [WeightUse(w.role, w.file, w.sha256, w.bytes, "not-looked-for") for w in scorer.weights]
+    uses = [
+        WeightUse(w.role, w.file, w.sha256, w.bytes, FileStatus.NOT_LOOKED_FOR)
+        for w in scorer.weights
+    ]
     missing_roles = [r for r in ("backbone", "linear") if r not in by_role]
     if missing_roles:
         raise Refused(f"scorer.json names no weights for role(s) {', '.join(missing_roles)}", uses)
@@ -94,7 +98,7 @@ def locate_weights(
     return uses
 
 
-def with_status(u: WeightUse, status: str, detail: str = "") -> WeightUse:
+def with_status(u: WeightUse, status: FileStatus, detail: str = "") -> WeightUse:
     """``u`` with ``status`` (and ``detail``, when given) replaced."""
     return WeightUse(**{**asdict(u), "status": status, "detail": detail or u.detail})
 
@@ -111,20 +115,20 @@ def read_state_dicts(torch: Any, uses: list[WeightUse]) -> dict[str, dict[str, A
     state: dict[str, dict[str, Any]] = {}
     for i, u in enumerate(uses):
         if u.role not in ("backbone", "linear"):
-            uses[i] = with_status(u, "unused")
+            uses[i] = with_status(u, FileStatus.UNUSED)
             continue
         try:
             data = read_verified(Path(str(u.found_at)), u.sha256)
         except (OSError, IdentityError) as exc:
-            uses[i] = with_status(u, "mismatch", str(exc))
+            uses[i] = with_status(u, FileStatus.MISMATCH, str(exc))
             raise Refused(f"{u.role}: {exc}", uses) from exc
         try:
             sd = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
         except Exception as exc:  # any unpickling failure is a refusal
-            uses[i] = with_status(u, "bad-layout", str(exc))
+            uses[i] = with_status(u, FileStatus.BAD_LAYOUT, str(exc))
             raise Refused(f"{u.role}: not loadable with weights_only=True: {exc}", uses) from exc
         if not isinstance(sd, Mapping) or not all(isinstance(k, str) for k in sd):
-            uses[i] = with_status(u, "bad-layout")
+            uses[i] = with_status(u, FileStatus.BAD_LAYOUT)
             raise Refused(f"{u.role}: not a state dict", uses)
         keys = set(sd)
         need, allowed = (
@@ -135,7 +139,7 @@ def read_state_dicts(torch: Any, uses: list[WeightUse]) -> dict[str, dict[str, A
         missing, extra = sorted(need - keys), sorted(keys - allowed)
         if missing or extra:
             detail = f"missing keys {missing[:5]}, unexpected keys {extra[:5]}"
-            uses[i] = with_status(u, "bad-layout", detail)
+            uses[i] = with_status(u, FileStatus.BAD_LAYOUT, detail)
             raise Refused(f"{u.role}: {detail}", uses)
         state[u.role] = dict(sd)
     return state

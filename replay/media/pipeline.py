@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from replay.engine.verdicts import FileStatus
 from replay.media.bundle_read import ComparisonRow
 from replay.media.coverage import FAIL, PASS, CoverageCheck, CoverageParams, check_coverage
 from replay.media.definitions import DEFAULT_DEFINITION, DEFINITIONS, canonical
@@ -56,7 +57,7 @@ def _read_arm(arm: ArmMedia, rep: ComparisonReplay) -> bytes | None:
         return None
     loc = arm.location
     if loc is None or loc.status != OK or loc.path is None:
-        st = loc.status if loc else "absent"
+        st = loc.status if loc else FileStatus.ABSENT
         rep.problems.append(
             f"{arm.role} media {st} (request {arm.request_id})"
             + (f": {loc.detail}" if loc and loc.detail else "")

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from replay.engine.verdicts import GateVerdict, MediaVerdict
+from replay.engine.verdicts import Agreement, GateVerdict, MediaVerdict
 from replay.media.coverage import FAIL as COVERAGE_FAIL
 from replay.media.coverage import CoverageCheck, CoverageParams
 from replay.media.definitions import DEFINITIONS, canonical
@@ -54,7 +54,7 @@ NOT_RECORDED: Final = GateVerdict.NOT_RECORDED
 
 Role = Literal["baseline", "candidate"]
 MetricStatus = (
-    Literal["agree", "disagree"]
+    Agreement
     | Literal[
         GateVerdict.NOT_RECORDED,
         GateVerdict.NOT_COMPUTED,
@@ -189,7 +189,7 @@ class MetricCheck:
     def passes_anyway(self) -> bool:
         """Not reproduced, yet the re-derived value passes every gate on the metric."""
         return (
-            self.status == "disagree"
+            self.status == Agreement.DISAGREE
             and bool(self.gates)
             and all(v == GateVerdict.PASS for _, v in self.gates)
         )
@@ -283,7 +283,7 @@ class ComparisonReplay:
             any(a.undecodable for a in self.arms)
             or not self.coverage_ok
             or any(g.recomputed_verdict == GateVerdict.FAIL for g in self.gates)
-            or any(m.status == "disagree" for m in self.metrics)
+            or any(m.status == Agreement.DISAGREE for m in self.metrics)
         )
 
     @property
@@ -413,7 +413,9 @@ class MediaReplayResult:
                 for x in c.coverage
                 if x.status == COVERAGE_FAIL
             ]
-            out += [f"{cid}: {_not_reproduced(m)}" for m in c.metrics if m.status == "disagree"]
+            out += [
+                f"{cid}: {_not_reproduced(m)}" for m in c.metrics if m.status == Agreement.DISAGREE
+            ]
         return out
 
     def gaps(self) -> list[str]:

@@ -15,6 +15,7 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import Any, Final
 
+from replay.engine.verdicts import GateVerdict
 from replay.media.audio import rms_ratio, spectral_cosine
 from replay.media.colour import yuv420p_to_rgb
 from replay.media.definitions import canonical
@@ -51,8 +52,6 @@ RMS: Final = "audio/rms-ratio"
 _PROBE_RATE: Final = "audio/decoded-sample-rate-hz"
 _PROBE_SAMPLES: Final = "audio/decoded-samples-per-channel"
 _PROBE_FRAMES: Final = "video/decoded-frame-count"
-
-_UNATTESTED: Final = "unattested"
 
 
 @dataclass
@@ -114,7 +113,7 @@ class _FrameScores:
                 continue
             vals = self.per_frame.get(d)
             if d == LPIPS_DEFINITION and vals is None:
-                out.why[d] = _UNATTESTED
+                out.why[d] = GateVerdict.UNATTESTED
             elif self.problem or not vals:
                 out.why[d] = self.problem or "no frame to compare"
             else:

@@ -37,7 +37,7 @@ import dataclasses
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -45,12 +45,11 @@ from bundler.errors import CouldNotRunError, Problem, UsageError
 from bundler.verified import VerifiedBundle
 from replay.engine.arrow import equals, filter_table, rows
 from replay.engine.exact import to_double
-from replay.engine.verdicts import Reproduction
 from replay.inputs import ReplayInputs
+from replay.sections.against_result import Effect, RerunComparison, Side, double_or_none
+from replay.sections.against_text import format_comparison
 from replay.sections.attempts import accepted_attempt
-from replay.sections.latency import ArmLatency, PairLatency
-from replay.sections.lifecycle import LifecycleResult
-from replay.sections.stats import AttemptStats, StatsCache
+from replay.sections.stats import StatsCache
 
 __all__ = [
     "DEFAULT_TOLERANCE",
@@ -63,211 +62,10 @@ __all__ = [
     "format_comparison",
 ]
 
+# The result types and the text live in their own modules (against_result,
+# against_text); their public names stay importable from here.
+
 DEFAULT_TOLERANCE = 0.10
-_MAX_UNCLEAN_LISTED = 10
-
-
-@dataclass(frozen=True)
-class Side:
-    """One bundle of the pair, read through the replay engine.
-
-    ``stats`` is the engine's :class:`~replay.sections.stats.AttemptStats` of the accepted
-    attempt, or None (with ``problem`` saying why) when the bundle has no single
-    accepted attempt.
-    """
-
-    label: str  # "sealed" | "rerun"
-    campaign_id: str
-    trusted: bool
-    attempt: str | None
-    stats: AttemptStats | None
-    problem: str | None
-    plan_name: str | None
-    plan_bytes: bytes | None
-    rerun_of: Mapping[str, Any] | None
-    statuses: Mapping[str, int] = field(default_factory=dict)
-    timeout_levels: Mapping[str, int] = field(default_factory=dict)
-    other_attempts: Mapping[str, str] = field(default_factory=dict)
-    outputs: Mapping[tuple[str, int], str] = field(default_factory=dict)
-    """(server, seq) -> output SHA-256 of the accepted attempt's requests that have one."""
-
-    def arm(self, arm_id: str) -> ArmLatency | None:
-        """The engine's latency of arm ``arm_id`` (None: no stats, or not an arm here)."""
-        return None if self.stats is None else self.stats.latency.arm(arm_id)
-
-    def pair(self, baseline: str, candidate: str) -> PairLatency | None:
-        """The engine's comparison of ``baseline`` with ``candidate`` (None: not computable)."""
-        return None if self.stats is None else self.stats.latency.pair(baseline, candidate)
-
-    @property
-    def lifecycle(self) -> LifecycleResult | None:
-        """The engine's worker exits of the accepted attempt."""
-        return None if self.stats is None else self.stats.lifecycle
-
-    @property
-    def killed(self) -> int:
-        """Worker exits that had to be killed, over every arm."""
-        lc = self.lifecycle
-        return 0 if lc is None else sum(a.killed for a in lc.arms)
-
-    @property
-    def hbm_peak_mean_mb(self) -> dict[str, float | None]:
-        """The engine's mean sampled peak HBM per arm (None: no sample for that arm)."""
-        if self.stats is None:
-            return {}
-        return {
-            a.arm: None if a.mean_peak_mb is None else to_double(a.mean_peak_mb)
-            for a in self.stats.telemetry.arms
-        }
-
-    def unclean(self) -> list[str]:
-        """The engine's unclean exits (at most its first 50), one line each, with why."""
-        lc = self.lifecycle
-        if lc is None:
-            return []
-        return [
-            f"{u.server}/{u.worker} ({'; '.join(u.reasons)}; exited {u.exit_s:g} s after the TERM)"
-            for u in lc.unclean
-        ]
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (``--json``'s ``against.sealed`` / ``against.rerun``)."""
-        lc = self.lifecycle
-        arms = [] if self.stats is None else self.stats.latency.arms
-        return {
-            "campaign_id": self.campaign_id,
-            "attempt": self.attempt,
-            "trusted": self.trusted,
-            "problem": self.problem,
-            "arms": [
-                {
-                    "arm": a.arm,
-                    "role": a.role,
-                    "mean_s": _float(a.mean_s),
-                    "servers": [
-                        {"server": s.server, "arm": s.arm, "mean_s": _float(s.mean_s), "n": s.n}
-                        for s in a.servers
-                    ],
-                }
-                for a in arms
-            ],
-            "statuses": dict(self.statuses),
-            "timeout_levels": dict(self.timeout_levels),
-            "lifecycle": {
-                "total": 0 if lc is None else lc.total,
-                "clean": 0 if lc is None else lc.clean,
-                "killed": self.killed,
-                "unclean": self.unclean(),
-            },
-            "hbm_peak_mean_mb": self.hbm_peak_mean_mb,
-            "other_attempts": dict(self.other_attempts),
-        }
-
-
-@dataclass(frozen=True)
-class Effect:
-    """One baseline/candidate pair in both bundles (floats for the views; judged exactly)."""
-
-    baseline: str
-    candidate: str
-    sealed_baseline_s: float | None
-    sealed_candidate_s: float | None
-    rerun_baseline_s: float | None
-    rerun_candidate_s: float | None
-    sealed_speedup: float | None
-    rerun_speedup: float | None
-    sealed_percent_lower: float | None
-    rerun_percent_lower: float | None
-    baseline_ratio: float | None
-    candidate_ratio: float | None
-    speedup_ratio: float | None
-    reproduced: bool | None
-    verdict: str
-    why: str | None = None
-    """Why the effect is not reproduced, or could not be judged (None when reproduced)."""
-
-
-@dataclass(frozen=True)
-class RerunComparison:
-    """The whole side-by-side, and its verdict's reasons."""
-
-    sealed: Side
-    rerun: Side
-    effects: tuple[Effect, ...]
-    tolerance: float
-    plan_matches: bool
-    outputs_compared: int
-    outputs_matching: int
-    limits: tuple[str, ...]
-
-    def not_comparable(self) -> list[str]:
-        """Why the rerun does not stand for a rerun of the sealed bundle (empty when it does)."""
-        out = []
-        s, r = self.sealed, self.rerun
-        if not self.plan_matches:
-            out.append(
-                f"the rerun's frozen plan ({r.plan_name or 'none'}) is not the sealed one "
-                f"({s.plan_name or 'none'}) byte for byte: it is not a rerun of this plan"
-            )
-        of = r.rerun_of
-        if of is not None and of.get("campaign_id") not in (None, s.campaign_id):
-            out.append(
-                f"the rerun says it reran campaign {of.get('campaign_id')!s}, "
-                f"not the sealed {s.campaign_id}"
-            )
-        return out
-
-    @property
-    def reproduced(self) -> bool | None:
-        """True if every effect reproduced, False if one did not, None if none could be judged
-        (or the rerun is not a rerun of this plan)."""
-        if self.not_comparable():
-            return None
-        judged = [e.reproduced for e in self.effects if e.reproduced is not None]
-        if not judged:
-            return None
-        return all(judged)
-
-    def integrity_failures(self) -> list[str]:
-        """Nothing here re-reads sealed content: integrity is each bundle's verification."""
-        return []
-
-    def failures(self) -> list[str]:
-        """Why the comparison contradicts the sealed effect (exit 4), one line each."""
-        if self.not_comparable():
-            return []
-        return [e.why for e in self.effects if e.reproduced is False and e.why]
-
-    def gaps(self) -> list[str]:
-        """Why the comparison could not judge the sealed effect (exit 5), one line each."""
-        out = self.not_comparable()
-        sides = [s for s in (self.sealed, self.rerun) if s.problem is not None]
-        out += [f"the {s.label} bundle cannot be compared: {s.problem}" for s in sides]
-        if sides:  # every effect is then unjudged for that one reason
-            return out
-        if not self.effects:
-            out.append("the sealed campaign has no baseline/candidate pair: no effect to reproduce")
-        out += [e.why for e in self.effects if e.reproduced is None and e.why]
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form."""
-        return {
-            "reproduced": self.reproduced,
-            "tolerance": self.tolerance,
-            "plan_matches": self.plan_matches,
-            "failures": self.failures(),
-            "gaps": self.gaps(),
-            "sealed": self.sealed.to_dict(),
-            "rerun": self.rerun.to_dict(),
-            "effects": [dataclasses.asdict(e) for e in self.effects],
-            "outputs": {"compared": self.outputs_compared, "matching": self.outputs_matching},
-            "limits": list(self.limits),
-        }
-
-
-def _float(x: Fraction | None) -> float | None:
-    return None if x is None else to_double(x)
 
 
 @dataclass(frozen=True)
@@ -391,17 +189,17 @@ def _effect(base: str, cand: str, sealed: Side, rerun: Side, tol: Fraction) -> E
     return Effect(
         baseline=base,
         candidate=cand,
-        sealed_baseline_s=_float(_mean(sealed, base)),
-        sealed_candidate_s=_float(_mean(sealed, cand)),
-        rerun_baseline_s=_float(_mean(rerun, base)),
-        rerun_candidate_s=_float(_mean(rerun, cand)),
-        sealed_speedup=_float(s_speed),
-        rerun_speedup=_float(r_speed),
-        sealed_percent_lower=_float(None if sp is None else sp.percent_lower),
-        rerun_percent_lower=_float(None if rp is None else rp.percent_lower),
-        baseline_ratio=_float(_ratio(_mean(rerun, base), _mean(sealed, base))),
-        candidate_ratio=_float(_ratio(_mean(rerun, cand), _mean(sealed, cand))),
-        speedup_ratio=_float(ratio),
+        sealed_baseline_s=double_or_none(_mean(sealed, base)),
+        sealed_candidate_s=double_or_none(_mean(sealed, cand)),
+        rerun_baseline_s=double_or_none(_mean(rerun, base)),
+        rerun_candidate_s=double_or_none(_mean(rerun, cand)),
+        sealed_speedup=double_or_none(s_speed),
+        rerun_speedup=double_or_none(r_speed),
+        sealed_percent_lower=double_or_none(None if sp is None else sp.percent_lower),
+        rerun_percent_lower=double_or_none(None if rp is None else rp.percent_lower),
+        baseline_ratio=double_or_none(_ratio(_mean(rerun, base), _mean(sealed, base))),
+        candidate_ratio=double_or_none(_ratio(_mean(rerun, cand), _mean(sealed, cand))),
+        speedup_ratio=double_or_none(ratio),
         reproduced=reproduced,
         verdict=verdict,
         why=why,
@@ -537,73 +335,3 @@ def compare(
         outputs_matching=matching,
         limits=_limits(s_side),
     )
-
-
-def _fmt(x: float | None, spec: str) -> str:
-    return "-" if x is None else format(x, spec)
-
-
-def _effect_lines(e: Effect) -> list[str]:
-    return [
-        f"  {e.baseline} -> {e.candidate}",
-        f"    arm mean {e.baseline:<12} sealed {_fmt(e.sealed_baseline_s, '.3f')} s  "
-        f"rerun {_fmt(e.rerun_baseline_s, '.3f')} s  ratio {_fmt(e.baseline_ratio, '.3f')}",
-        f"    arm mean {e.candidate:<12} sealed {_fmt(e.sealed_candidate_s, '.3f')} s  "
-        f"rerun {_fmt(e.rerun_candidate_s, '.3f')} s  ratio {_fmt(e.candidate_ratio, '.3f')}",
-        f"    speedup               sealed {_fmt(e.sealed_speedup, '.3f')}×  "
-        f"rerun {_fmt(e.rerun_speedup, '.3f')}×  ratio {_fmt(e.speedup_ratio, '.3f')}",
-        f"    percent lower         sealed {_fmt(e.sealed_percent_lower, '.2f')} %  "
-        f"rerun {_fmt(e.rerun_percent_lower, '.2f')} %",
-        f"    {e.verdict}",
-    ]
-
-
-def _side_lines(s: Side) -> list[str]:
-    lc = s.lifecycle
-    if lc is None:
-        return [f"  {s.label:<6} {s.problem}"]
-    exits = (
-        f"worker exits {lc.total} ({lc.clean} clean, {s.killed} killed)"
-        if lc.total
-        else "no worker exit recorded"
-    )
-    lines = [
-        f"  {s.label:<6} requests {dict(s.statuses)}; timeout levels {dict(s.timeout_levels)}; "
-        + exits
-    ]
-    unclean = s.unclean()
-    lines += [f"           unclean: {u}" for u in unclean[:_MAX_UNCLEAN_LISTED]]
-    if lc.unclean_total > _MAX_UNCLEAN_LISTED:
-        lines.append(f"           ... {lc.unclean_total - _MAX_UNCLEAN_LISTED} more unclean")
-    hbm = ", ".join(
-        f"{a} {_fmt(v, ',.0f')} MB" if v is not None else f"{a} not sampled"
-        for a, v in s.hbm_peak_mean_mb.items()
-    )
-    lines.append(f"           mean sampled peak HBM: {hbm or 'no arm'}")
-    if s.other_attempts:
-        others = ", ".join(f"{k} {v}" for k, v in s.other_attempts.items())
-        lines.append(f"           other attempts (not mixed in): {others}")
-    return lines
-
-
-def format_comparison(c: RerunComparison) -> list[str]:
-    """The comparison as text lines (the replay views print them under the section).
-
-    The evidence limits are not among them: every view prints ``c.limits`` (via
-    ``ReplayResult.limits("against")``) with the section, as for every section.
-    """
-    word = Reproduction.of(c.reproduced)
-    lines = [
-        f"rerun {c.rerun.campaign_id} ({c.rerun.attempt}) against sealed "
-        f"{c.sealed.campaign_id} ({c.sealed.attempt}): effect {word}",
-        f"  frozen plan identical: {'yes' if c.plan_matches else 'NO'}",
-    ]
-    for e in c.effects:
-        lines += _effect_lines(e)
-    for s in (c.sealed, c.rerun):
-        lines += _side_lines(s)
-    lines.append(
-        f"  outputs with the sealed SHA-256: {c.outputs_matching} of {c.outputs_compared} compared"
-    )
-    lines += [f"  not comparable: {x}" for x in c.not_comparable()]
-    return lines

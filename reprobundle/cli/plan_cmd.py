@@ -1,6 +1,6 @@
 """``bundle plan check``: does every deadline of a frozen plan fit?
 
-Parses, calls :func:`bundler.campaign.plan_check.check_plan`, and prints text or
+Parses, calls :func:`bundler.campaign.plan_check.check_plan_document`, and prints text or
 ``--json``. A bundle's plan is read through :func:`bundler.verified.open_verified`.
 """
 
@@ -173,7 +173,7 @@ def plan_check_command(
     as_json: bool,
 ) -> None:
     """Check SOURCE (a plan JSON file, or a bundle's plan in force): does every deadline fit?"""
-    from bundler.campaign.plan_check import check_plan
+    from bundler.campaign.plan_check import check_plan_document
 
     with cli_errors(as_json):
         label, plan = _load_plan(source)
@@ -182,7 +182,7 @@ def plan_check_command(
             from replay.pilot import pilot_spread
 
             spread = pilot_spread(pilot)
-        result = check_plan(plan, elapsed_s=reservation_used, spread=spread)
+        result = check_plan_document(plan, elapsed_s=reservation_used, spread=spread)
         if as_json:
             emit_json({"source": label, **result.to_dict()})
         else:

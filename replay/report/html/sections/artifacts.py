@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from replay.engine.verdicts import FileStatus
 from replay.report.html.facts import BundleFacts
 from replay.report.html.sections.common import MAX_ROWS, _bytes, not_applicable
 from replay.report.html.view import Block, Para, Section, Span, Table, cell, rich
@@ -20,9 +21,9 @@ if TYPE_CHECKING:  # the media package loads numpy and scipy; a report without i
 __all__ = ["artifacts_section"]
 
 
-def _media_locations(media: MediaReplayResult | None) -> dict[str, str]:
+def _media_locations(media: MediaReplayResult | None) -> dict[str, FileStatus]:
     """sha256 -> what the media replay found for that file."""
-    out: dict[str, str] = {}
+    out: dict[str, FileStatus] = {}
     if media is None:
         return out
     for c in media.comparisons:
@@ -49,9 +50,9 @@ def artifacts_section(facts: BundleFacts, media: MediaReplayResult | None) -> Se
                 cell(
                     f"media replay: {seen}" if seen else "external: not looked for",
                     "good"
-                    if seen in ("ok", "verified")
+                    if seen == FileStatus.OK
                     else "bad"
-                    if seen == "mismatch"
+                    if seen == FileStatus.MISMATCH
                     else "muted",
                 ),
             )
