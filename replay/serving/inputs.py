@@ -17,7 +17,7 @@ from typing import Any
 
 from bundler.errors import BundleError
 from bundler.format.serving_run import ServingRun
-from bundler.importers import aiperf, guidellm, inference_perf, sglang, vllm
+from bundler.importers import aiperf, guidellm, inference_perf, sglang, vllm, vllm_omni
 from replay.serving.stats import RunStats
 
 __all__ = ["INDEX", "PARSERS", "ServingData", "load_serving"]
@@ -29,6 +29,7 @@ PARSERS: dict[str, Callable[[bytes, str, str], ServingRun]] = {
     vllm.FORMAT: vllm.parse,
     guidellm.FORMAT: guidellm.parse,
     sglang.FORMAT: sglang.parse,
+    vllm_omni.FORMAT: vllm_omni.parse,
 }
 """Formats whose run is one file; AIPerf's (records + aggregate) is handled in ``_parse``."""
 
