@@ -232,3 +232,27 @@ def test_import_refuses_and_writes_nothing(tmp_path: Path) -> None:
     assert "Traceback" not in res.stderr
     assert not (tmp_path / "out").exists()
     assert {p.name for p in tmp_path.iterdir()} == {"cand.json", "base.json"}
+
+
+# --- the reference server reads the form the client sends ----------------------------
+
+
+def test_reference_server_reads_an_urlencoded_form_as_fastapi_does() -> None:
+    # aiohttp's FormData without a file part is sent urlencoded (what vLLM-Omni's own
+    # client sends for a text-only job); FastAPI's Form(...) reads it with Starlette's
+    # Request.form(), which parses urlencoded bodies too.
+    from tests.reference_server.form import FormError, parse_video_form
+
+    body = b"model=reference-omni&prompt=a+violinist+at+dusk&size=64x64&seconds=1"
+    form = parse_video_form("application/x-www-form-urlencoded", body, "reference-omni")
+    assert form.fields["prompt"] == "a violinist at dusk"
+    assert form.fields["seconds"] == "1" and not form.files
+    # A file field cannot travel urlencoded: refused as FastAPI refuses a text value.
+    with pytest.raises(FormError) as exc:
+        parse_video_form(
+            "application/x-www-form-urlencoded",
+            body + b"&input_reference=x.png",
+            "reference-omni",
+        )
+    assert exc.value.status == 400 and "Expected UploadFile" in exc.value.message
+    assert exc.value.param == "body.input_reference"
