@@ -28,11 +28,18 @@ from typing import Any
 from bundler._internal.userfile import IMPORT_SOURCE_MAX_BYTES, read_user_file
 from bundler.errors import Problem, UsageError
 from bundler.format.serving_run import POISSON, ServingRun, SourceError
-from bundler.importers import aiperf, guidellm, inference_perf, sglang, vllm
+from bundler.importers import aiperf, guidellm, inference_perf, sglang, vllm, vllm_omni
 
 __all__ = ["FORMATS", "ImportResult", "import_campaign"]
 
-FORMATS = (vllm.FORMAT, aiperf.FORMAT, guidellm.FORMAT, sglang.FORMAT, inference_perf.FORMAT)
+FORMATS = (
+    vllm.FORMAT,
+    aiperf.FORMAT,
+    guidellm.FORMAT,
+    sglang.FORMAT,
+    inference_perf.FORMAT,
+    vllm_omni.FORMAT,
+)
 _ARM_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _SHA_RE = re.compile(r"^[0-9a-f]{7,64}$")
 _TOOL = {
@@ -41,6 +48,7 @@ _TOOL = {
     guidellm.FORMAT: "guidellm run",
     sglang.FORMAT: "sglang.bench_serving",
     inference_perf.FORMAT: "inference-perf",
+    vllm_omni.FORMAT: vllm_omni.TOOL,
 }
 _API = {
     "openai-chat": "openai-chat-completions",  # vLLM --backend
@@ -70,6 +78,7 @@ _NOT_RECORDED_BY = {
         "the failed count (SGLang writes none; each request's errors entry is kept)",
     ),
     inference_perf.FORMAT: inference_perf.NOT_RECORDED,
+    vllm_omni.FORMAT: vllm_omni.NOT_RECORDED,
 }
 _THROUGHPUT = {
     "request_throughput": ("request_throughput", "requests/s"),
@@ -331,7 +340,7 @@ def _read(fmt: str, path: Path, arm: str) -> list[Parsed]:
     ext = "jsonl" if fmt == sglang.FORMAT else "json"
     sweep = _SWEEPS.get(fmt)
     if sweep is None:
-        run = vllm.parse(data, str(path), arm)
+        run = (vllm_omni.parse if fmt == vllm_omni.FORMAT else vllm.parse)(data, str(path), arm)
         return [(run, [(f"{run.load_point}.{ext}", data)], {})]
     runs = sweep(data, str(path), arm)
     if len(runs) == 1:
@@ -493,11 +502,19 @@ def import_campaign(
             "id": f"{cid}-serving",
             "request": {
                 "api": _API.get(backend, "openai-completions"),
-                "timing_boundary": f"client side, as {_TOOL.get(fmt, fmt)} records it",
+                "timing_boundary": vllm_omni.BOUNDARY
+                if fmt == vllm_omni.FORMAT
+                else f"client side, as {_TOOL.get(fmt, fmt)} records it",
             },
             "load_points": [load_points[k] for k in sorted(load_points)],
             "note": "reconstructed at import from the settings the tool recorded, not a "
-            "plan frozen before the run",
+            "plan frozen before the run"
+            + (
+                f" (the tool's backend was {vllm_omni.BACKEND}: video jobs polled to "
+                "completion; request.api only marks a serving plan)"
+                if fmt == vllm_omni.FORMAT
+                else ""
+            ),
         },
         indent=2,
         sort_keys=True,

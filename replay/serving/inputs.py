@@ -19,7 +19,7 @@ from typing import Any
 
 from bundler.errors import BundleError, BundleFormatError, Problem
 from bundler.format.serving_run import ServingRun, shown
-from bundler.importers import aiperf, guidellm, inference_perf, sglang, vllm
+from bundler.importers import aiperf, guidellm, inference_perf, sglang, vllm, vllm_omni
 from replay.serving.stats import RunStats
 
 __all__ = ["INDEX", "PARSERS", "SWEEPS", "Cache", "ServingData", "load_serving", "pick_run"]
@@ -31,6 +31,7 @@ PARSERS: dict[str, Callable[[bytes, str, str], ServingRun]] = {
     vllm.FORMAT: vllm.parse,
     guidellm.FORMAT: guidellm.parse,
     sglang.FORMAT: sglang.parse,
+    vllm_omni.FORMAT: vllm_omni.parse,
 }
 """Formats whose run is one file; AIPerf's (records + aggregate) is handled in ``_parse``."""
 SWEEPS: dict[str, Callable[[bytes, str, str], list[ServingRun]]] = {

@@ -136,7 +136,8 @@ def import_command(
 ) -> None:
     """Import a serving benchmark's result files as a campaign directory.
 
-    FORMAT: vllm, aiperf, guidellm, sglang or inference-perf.
+    FORMAT: vllm, aiperf, guidellm, sglang, inference-perf or vllm-omni
+    (vllm bench serve --omni, /v1/videos).
 
     Every SOURCE must be assigned to an arm with --arm NAME=FILE (a file named only
     by --arm is a source too). The source files are carried verbatim; the
@@ -166,6 +167,7 @@ def import_command(
         partial = [r.source for r in res.runs if not r.detailed]
         unverifiable = unverifiable_claims(res.runs, res.claim_rows)
         missing = missing_load_points(res.runs)
+        limits = sorted({str(b) for r in res.runs if (b := r.meta.get("timing_boundary"))})
         if as_json:
             emit_json(
                 {
@@ -176,6 +178,7 @@ def import_command(
                     "claims": res.claims,
                     "not_claimed": res.not_claimed,
                     "aggregates_only": partial,
+                    "limits": limits,
                     "unverifiable": [
                         {"reason": u.reason, "claims": list(u.claim_ids)} for u in unverifiable
                     ],
@@ -190,6 +193,8 @@ def import_command(
             f"({', '.join(lps)}), {res.claims} claim(s), {res.not_claimed} not claimed "
             f"-> {res.directory}"
         )
+        for limit in limits:
+            say(f"limit: {limit}", err=True)
         n_unv = sum(len(u.claim_ids) for u in unverifiable)
         if n_unv:
             say(

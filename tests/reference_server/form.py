@@ -33,6 +33,7 @@ from email.parser import BytesParser
 from email.policy import HTTP
 from http import HTTPStatus
 from typing import Any
+from urllib.parse import parse_qsl
 
 __all__ = [
     "FILE_FIELDS",
@@ -180,7 +181,21 @@ def _invalid(name: str, message: str) -> FormError:
     return FormError(400, f"1 validation error:\n  {{'loc': '{where}', 'msg': {message!r}}}", where)
 
 
+def _urlencoded(body: bytes) -> ParsedForm:
+    form = ParsedForm({})
+    for name, value in parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True):
+        if name in FILE_FIELDS:
+            raise _invalid(name, "Value error, Expected UploadFile, received: <class 'str'>")
+        form.fields[name] = value
+    return form
+
+
 def _multipart(content_type: str, body: bytes) -> ParsedForm:
+    if content_type.startswith("application/x-www-form-urlencoded"):
+        # FastAPI reads Form(...) fields with Starlette's Request.form(), which parses an
+        # urlencoded body too: what aiohttp's FormData sends when no part is a file
+        # (vLLM-Omni's own `bench serve --omni` client, for a text-only job).
+        return _urlencoded(body)
     if not content_type.startswith("multipart/form-data"):
         # FastAPI reads Form(...) fields from a form body only: prompt is then "missing".
         raise _invalid("prompt", "Field required")
