@@ -360,13 +360,18 @@ def _changed_member(
             _utf8(sides[0].member_bytes(a.path)),
             _utf8(sides[1].member_bytes(b.path)),
         )
-        if old_text is None or new_text is None:
+        old_lines = None if old_text is None else old_text.splitlines()
+        new_lines = None if new_text is None else new_text.splitlines()
+        if old_lines is None or new_lines is None:
             note = "not UTF-8 text: no text diff"
+        elif max(len(old_lines), len(new_lines)) > lim.max_text_lines_compared:
+            most = max(len(old_lines), len(new_lines))
+            note = f"{most:,} lines: over {lim.max_text_lines_compared:,} lines, no text diff"
         else:
             lines = list(
                 difflib.unified_diff(
-                    old_text.splitlines(),
-                    new_text.splitlines(),
+                    old_lines,
+                    new_lines,
                     f"old/{a.path}",
                     f"new/{b.path}",
                     lineterm="",

@@ -1,0 +1,70 @@
+"""``bundle diff`` on pairs whose members are built to make the diff itself expensive.
+
+Both bundles verify (the sample sealed by its author after an edit): a signature says
+who sealed a bundle, not that its text members are cheap to compare.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from bundler.format.trust import Trust
+from bundler.seal import seal_campaign
+from bundler.verified import open_verified
+from replay.diff import DiffLimits, diff_bundles
+from tests.conftest import Keys, make_keys
+
+FIVE = Path(__file__).resolve().parents[1] / "samples" / "h3-ref2va-5s"
+NOTE = "notes/five-second-delivery.md"
+
+
+@pytest.fixture(scope="module")
+def author(tmp_path_factory: pytest.TempPathFactory) -> Keys:
+    return make_keys(tmp_path_factory.mktemp("keys"))
+
+
+def _sealed_with_note(tmp: Path, author: Keys, name: str, text: str) -> Path:
+    camp = tmp / f"campaign-{name}"
+    shutil.copytree(FIVE, camp)
+    (camp / NOTE).write_text(text, encoding="utf-8")
+    out = tmp / f"{name}.bundle"
+    seal_campaign(camp, out, keys=[author.private])
+    return out
+
+
+def test_a_quadratic_text_member_is_not_line_diffed(tmp_path: Path, author: Keys) -> None:
+    # 16,000 lines each, 150 distinct values, each one 107 times: under difflib's
+    # "popular line" cut (1% of 16,000 = 160), so every line of one side is matched
+    # against ~107 of the other at every step of its recursion. 60 KB a side, under the
+    # 64 KiB text bound; difflib took 90 s on this one member before the line bound.
+    n, distinct = 16_000, 150
+    old_text = "".join(f"{i % distinct}\n" for i in range(n))
+    new_text = "".join(f"{(i * 7) % distinct}\n" for i in range(n))
+    assert max(len(old_text), len(new_text)) <= DiffLimits().max_text_bytes
+    old = _sealed_with_note(tmp_path, author, "old", old_text)
+    new = _sealed_with_note(tmp_path, author, "new", new_text)
+    trust = Trust.keys([author.public])
+    t0 = time.monotonic()
+    d = diff_bundles(open_verified(old, trust=trust), open_verified(new, trust=trust))
+    assert time.monotonic() - t0 < 20
+    (member,) = [m for m in d.members_changed if m.path == f"files/{NOTE}"]
+    assert member.text is None
+    assert member.text_note == "16,000 lines: over 2,000 lines, no text diff"
+
+
+def test_a_note_of_at_most_2000_lines_is_still_line_diffed(tmp_path: Path, author: Keys) -> None:
+    # The bound keeps the ordinary case: 2,000 lines, one appended, one hunk.
+    old_text = "".join(f"line {i}\n" for i in range(1_999))
+    old = _sealed_with_note(tmp_path, author, "old", old_text)
+    new = _sealed_with_note(tmp_path, author, "new", old_text + "appended\n")
+    trust = Trust.keys([author.public])
+    d = diff_bundles(open_verified(old, trust=trust), open_verified(new, trust=trust))
+    (member,) = [m for m in d.members_changed if m.path == f"files/{NOTE}"]
+    assert member.text is not None and member.text_note is None
+    # Header (2 lines), hunk line, 3 lines of context, the added line.
+    assert member.text.lines[-1] == "+appended"
+    assert len(member.text.lines) == 7
