@@ -6,15 +6,15 @@ Parses, calls :func:`bundler.campaign.plan_check.check_plan`, and prints text or
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from bundler._internal.jsonload import JsonLoadError, loads
 from bundler._internal.userfile import DOCUMENT_MAX_BYTES, open_user_file, read_bounded
-from bundler.errors import UsageError
+from bundler.errors import Problem, UsageError
 from reprobundle.cli.common import (
     QUIET,
     cli_errors,
@@ -67,7 +67,12 @@ def _load_plan(source: Path) -> tuple[str, dict[str, Any]]:
     else:
         label = str(source)
     try:
-        doc = json.loads(data)
+        # Bounded: a 400-digit timeout or count overflowed a double in the check, and
+        # nesting 100,000 deep raised RecursionError.
+        doc = loads(data.decode("utf-8"), source=data)
+    except JsonLoadError as exc:
+        problem = Problem(label, None, exc.field, str(exc))
+        raise UsageError(f"{label}: not a usable plan", [problem]) from None
     except ValueError as exc:
         raise UsageError(f"{label}: not valid JSON: {exc}") from exc
     if not isinstance(doc, dict):

@@ -1,4 +1,4 @@
-"""A plan whose request counts are hostile, read by ``bundle run``, ``bundle rerun``'s
+"""A plan whose request counts or literals are hostile, read by ``bundle run``, ``bundle rerun``'s
 scheduler and ``bundle plan check``.
 
 The plan schema bounds ``warmups_per_server`` and ``measured_per_server`` from below
@@ -77,7 +77,9 @@ COUNTS = [
     # (key, literal, the count as the message shows it)
     ("warmups_per_server", "100001", "100,001 warmup(s)"),
     ("measured_per_server", str(10**8), "100,000,000 measured"),
-    ("warmups_per_server", D400, "about 10^400 warmup(s)"),
+    # From a file, a 400-digit count is refused by the loader (below); from a bundle's
+    # plan, by the bound.
+    ("warmups_per_server", str(10**19), "about 10^19 warmup(s)"),
 ]
 
 
@@ -140,3 +142,36 @@ def test_an_honest_plan_still_dry_runs(tmp_path: Path) -> None:
         _run(_plan_file(tmp_path, "warmups_per_server", "2"), tmp_path / "c", _inputs(tmp_path))
     )
     assert res.exit_code == 0, res.output
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+LITERALS = [
+    # (key, literal, field named): each ended in a traceback before the plan was read
+    # with the shared bounded loader (bundler/_internal/jsonload.py).
+    ("description", DEEP, "description[0][0][0][0][0][0][0]..."),  # RecursionError
+    ("startup_budget_s", D400, "startup_budget_s"),  # OverflowError in the check
+    ("startup_budget_s", "1e400", "startup_budget_s"),  # inf, past the schema
+    ("warmups_per_server", D400, "warmups_per_server"),  # OverflowError in the check
+]
+
+
+@pytest.mark.parametrize(("key", "literal", "field"), LITERALS)
+def test_bundle_run_refuses_hostile_plan_literals_naming_the_field(
+    tmp_path: Path, key: str, literal: str, field: str
+) -> None:
+    out = tmp_path / "campaign"
+    res = _invoke(_run(_plan_file(tmp_path, key, literal), out, _inputs(tmp_path)))
+    assert isinstance(res.exception, SystemExit), repr(res.exception)
+    assert res.exit_code == 2, res.output
+    assert "plan.json" in res.output and f"field '{field}'" in res.output, res.output
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("key", "literal", "field"), LITERALS)
+def test_plan_check_refuses_hostile_plan_literals_naming_the_field(
+    tmp_path: Path, key: str, literal: str, field: str
+) -> None:
+    res = _invoke(["plan", "check", str(_plan_file(tmp_path, key, literal))])
+    assert isinstance(res.exception, SystemExit), repr(res.exception)
+    assert res.exit_code == 2, res.output
+    assert "plan.json" in res.output and f"field '{field}'" in res.output, res.output
