@@ -6,6 +6,7 @@ who sealed a bundle, not that its text members are cheap to compare.
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from pathlib import Path
@@ -68,3 +69,36 @@ def test_a_note_of_at_most_2000_lines_is_still_line_diffed(tmp_path: Path, autho
     # Header (2 lines), hunk line, 3 lines of context, the added line.
     assert member.text.lines[-1] == "+appended"
     assert len(member.text.lines) == 7
+
+
+def _receipts_with_end(camp: Path, request_id: str, end: str) -> None:
+    path = camp / "receipts.jsonl"
+    rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    (row,) = [r for r in rows if r["request_id"] == request_id]
+    row["end"] = end
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def test_nanosecond_receipt_times_are_compared_not_a_traceback(
+    tmp_path: Path, author: Keys
+) -> None:
+    # RFC 3339 allows nine decimals and seal keeps them (timestamp[ns]); pyarrow cannot
+    # make a datetime of 02:15:22.240000001 without pandas and raised ValueError. The
+    # sample's first receipt ends at 02:15:22.240; only its last nanosecond changes.
+    rid = "audio-own-1-candidate-ao-00"
+    old_camp, new_camp = tmp_path / "old-c", tmp_path / "new-c"
+    shutil.copytree(FIVE, old_camp)
+    shutil.copytree(FIVE, new_camp)
+    _receipts_with_end(old_camp, rid, "2026-02-03T02:15:22.240000001Z")
+    _receipts_with_end(new_camp, rid, "2026-02-03T02:15:22.240000002Z")
+    old, new = tmp_path / "old.bundle", tmp_path / "new.bundle"
+    seal_campaign(old_camp, old, keys=[author.private])
+    seal_campaign(new_camp, new, keys=[author.private])
+    trust = Trust.keys([author.public])
+    d = diff_bundles(open_verified(old, trust=trust), open_verified(new, trust=trust))
+    (table,) = [t for t in d.tables if t.table == "receipts"]
+    assert table.changed_count == 1
+    (row,) = table.changed
+    assert [(f.field, f.old, f.new) for f in row.fields] == [
+        ("end", "2026-02-03T02:15:22.240000001+00:00", "2026-02-03T02:15:22.240000002+00:00")
+    ]
