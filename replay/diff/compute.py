@@ -258,12 +258,19 @@ def _key_text(row: Mapping[str, Any], key: Sequence[str]) -> str:
 
 def _by_key(rows: Iterable[dict[str, Any]], key: Sequence[str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
+    # The last number given per key: searching from 1 for each repeat was quadratic
+    # (telemetry, worker_exits and not_claimed keys need not be unique).
+    last: dict[str, int] = {}
     for row in rows:
         k = base = _key_text(row, key)
-        n = 1
+        n = last.get(base, 1)
+        if base in last:
+            n += 1
+            k = f"{base} #{n}"
         while k in out:  # a repeated key (only a hostile or keyless table): number it
             n += 1
             k = f"{base} #{n}"
+        last[base] = n
         out[k] = row
     return out
 
