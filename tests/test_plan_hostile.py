@@ -175,3 +175,21 @@ def test_plan_check_refuses_hostile_plan_literals_naming_the_field(
     assert isinstance(res.exception, SystemExit), repr(res.exception)
     assert res.exit_code == 2, res.output
     assert "plan.json" in res.output and f"field '{field}'" in res.output, res.output
+
+
+@pytest.mark.parametrize(("key", "literal", "field"), LITERALS)
+def test_plan_check_refuses_a_bundle_whose_plan_holds_hostile_literals(
+    tmp_path: Path, key: str, literal: str, field: str
+) -> None:
+    # A signer can write any plan member and sign it: a malformed bundle, exit 1.
+    from tests.conftest import make_keys
+    from tests.hostile_content import hostile_bundle
+
+    plan: dict[str, Any] = {"id": "p", "arm_order": ["baseline", "candidate"], key: "@@raw@@"}
+    raw = json.dumps(plan).replace('"@@raw@@"', literal).encode()
+    keys = make_keys(tmp_path)
+    bundle = hostile_bundle(tmp_path / "h.bundle", keys.private, {"plans/p.json": raw})
+    res = _invoke(["plan", "check", str(bundle)])
+    assert isinstance(res.exception, SystemExit), repr(res.exception)
+    assert res.exit_code == 1, res.output
+    assert "h.bundle:plans/p.json" in res.output and f"field '{field}'" in res.output, res.output
