@@ -12,13 +12,13 @@ and writes a campaign directory (kind ``campaign`` or ``pilot``) for
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bundler._internal.jsonload import JsonLoadError, loads
 from bundler._internal.schemas import document_errors
 from bundler._internal.userfile import DOCUMENT_MAX_BYTES, read_user_file
 from bundler.errors import Problem, UsageError
@@ -53,7 +53,12 @@ class RunSpec:
 def _read_plan(path: Path) -> tuple[dict[str, Any], bytes]:
     data = read_user_file(path, what="plan", max_bytes=DOCUMENT_MAX_BYTES)
     try:
-        doc = json.loads(data)
+        # The bounded loader: Python's json turns a 400-digit count into an OverflowError
+        # where the schedule converts it, and nesting 100,000 deep into a RecursionError.
+        doc = loads(data.decode("utf-8"), source=data)
+    except JsonLoadError as exc:
+        problem = Problem(str(path), None, exc.field, str(exc))
+        raise UsageError(f"{path}: not a usable plan", [problem]) from None
     except ValueError as exc:
         raise UsageError(f"{path}: not valid JSON: {exc}") from exc
     if not isinstance(doc, dict):

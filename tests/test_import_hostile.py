@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -381,3 +382,85 @@ def test_loader_finds_a_hostile_number_across_its_scan_blocks(literal: str, shif
     with pytest.raises(jsonload.JsonLoadError) as err:
         jsonload.loads(text)
     assert err.value.field == "x"
+
+
+# --- inference-perf config.yaml ---------------------------------------------------------
+
+INFPERF = ROOT / "tests" / "fixtures" / "real_writers" / "inference-perf-0.7.0"
+
+
+def _infperf_import(tmp: Path, config_text: str) -> tuple[Result, Path]:
+    run = tmp / "cand-constant-r8"
+    shutil.copytree(INFPERF / "cand-constant-r8", run)
+    (run / "config.yaml").write_text(config_text, encoding="utf-8")
+    out = tmp / "camp"
+    res = _invoke(
+        "import",
+        "inference-perf",
+        "--arm",
+        f"base={INFPERF / 'base-constant-r8'}",
+        "--arm",
+        f"cand={run}",
+        "--commit",
+        "base=aaaaaaa",
+        "--commit",
+        "cand=bbbbbbb",
+        "-o",
+        str(out),
+    )
+    return res, out
+
+
+def _infperf_config() -> str:
+    return (INFPERF / "cand-constant-r8" / "config.yaml").read_text(encoding="utf-8")
+
+
+RATE = "  - rate: 8.0\n"
+
+INFPERF_CONFIG_CASES: list[tuple[str, str, str, str]] = [
+    # (id, text replaced, its replacement, field named). The writer is yaml.dump of a
+    # model: it never writes these.
+    # float(int) overflows: OverflowError.
+    ("rate-400-digits", RATE, f"  - rate: {D400}\n", "load.stages[0].rate"),
+    # Python refuses to convert it: ValueError inside the YAML constructor.
+    ("rate-5000-digits", RATE, f"  - rate: {D5000}\n", "load.stages[0].rate"),
+    # Anywhere in the file, read or not: the constructor converts every integer.
+    ("unread-key-5000-digits", "load:\n", f"note: {D5000}\nload:\n", "note"),
+    ("hex-400-digits", RATE, f"  - rate: 0x{'f' * 400}\n", "load.stages[0].rate"),
+    # Read one way by a reviewer (the first), imported the other (PyYAML keeps the last).
+    ("load-type-twice", "  type: constant\n", "  type: poisson\n  type: constant\n", "load.type"),
+    ("rate-twice", RATE, "  - rate: 1.0\n    rate: 8.0\n", "load.stages[0].rate"),
+]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field"),
+    [pytest.param(o, n, f, id=i) for i, o, n, f in INFPERF_CONFIG_CASES],
+)
+def test_infperf_hostile_config_is_refused_naming_the_field(
+    tmp_path: Path, old: str, new: str, field: str
+) -> None:
+    text = _infperf_config()
+    assert text.count(old) == 1
+    res, out = _infperf_import(tmp_path, text.replace(old, new))
+    _refused(res, "config.yaml", field)
+    _nothing_written(tmp_path, out)
+
+
+def test_infperf_large_config_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    # 200 KB of one flow list (100,000 integers) under an unread key: libyaml builds a
+    # node per integer (~15 us each); 1 MB took 12 s. A real config is 2.3 KB.
+    text = _infperf_config() + "padding: [" + "1," * 100_000 + "1]\n"
+    t0 = time.monotonic()
+    res, out = _infperf_import(tmp_path, text)
+    assert time.monotonic() - t0 < 10
+    assert isinstance(res.exception, SystemExit), repr(res.exception)
+    assert res.exit_code == 2, res.output
+    assert "config.yaml" in res.output and "larger than any inference-perf config" in res.output
+    _nothing_written(tmp_path, out)
+
+
+def test_infperf_config_imports_unchanged(tmp_path: Path) -> None:
+    res, out = _infperf_import(tmp_path, _infperf_config())
+    assert res.exit_code == 0, res.output
+    assert (out / "claims.jsonl").is_file()

@@ -17,6 +17,7 @@ from typing import Any
 from bundler.format.plan_model import Plan
 
 __all__ = [
+    "MAX_PLANNED_REQUESTS",
     "SERVING_APIS",
     "PlanShapeError",
     "PlanSlot",
@@ -24,6 +25,13 @@ __all__ = [
     "is_serving_plan",
     "plan_slots",
 ]
+
+
+MAX_PLANNED_REQUESTS = 100_000
+"""Requests one plan may schedule, over every arm position (warmups, measured, quality).
+A real campaign sends tens to hundreds; the rerun builds one request object per planned
+request before the first is sent (a plan of 10**8 warmups filled 24 GB), and the plan
+check multiplies counts by floats (a 400-digit count overflowed a double)."""
 
 
 class PlanShapeError(ValueError):
@@ -59,6 +67,11 @@ def _count(value: Any, key: str, minimum: int) -> int:
     return value
 
 
+def _count_text(n: int) -> str:
+    # str() of an integer of over 4300 digits raises; its size is what the reader needs.
+    return f"{n:,}" if n < 10**15 else f"about 10^{int(n.bit_length() * 0.30103)}"
+
+
 def _quality_counts(quality: Any) -> tuple[int, set[str]]:
     if not isinstance(quality, Mapping):
         return 0, set()
@@ -86,11 +99,20 @@ def _slots(
     n_quality, render_on = _quality_counts(quality_section)
     seen: dict[str, int] = {}
     out = []
+    total = 0
     for i, arm in enumerate(order):
         seen[arm] = seen.get(arm, 0) + 1
         server = str(servers[i]) if servers is not None else f"{arm}-{seen[arm]}"
         quality = n_quality if server in render_on else 0
-        out.append(PlanSlot(i + 1, arm, server, warmups, measured, quality))
+        slot = PlanSlot(i + 1, arm, server, warmups, measured, quality)
+        total += slot.requests
+        if total > MAX_PLANNED_REQUESTS:
+            raise PlanShapeError(
+                f"the plan schedules more than {MAX_PLANNED_REQUESTS:,} requests (by arm "
+                f"position {i + 1}: {_count_text(warmups)} warmup(s) and "
+                f"{_count_text(measured)} measured per server, and the quality prompts)"
+            )
+        out.append(slot)
     return tuple(out)
 
 

@@ -48,7 +48,7 @@ import numpy as np
 import numpy.typing as npt
 import yaml  # type: ignore[import-untyped]
 
-from bundler._internal.jsonload import JsonLoadError, loads
+from bundler._internal.jsonload import MAX_INT_DIGITS, MAX_JSON_DEPTH, JsonLoadError, loads
 from bundler.errors import Problem
 from bundler.format.serving_run import (
     MAX_COUNT,
@@ -139,9 +139,10 @@ def _json(data: bytes, where: str) -> Any:
         raise _fail(where, None, msg) from exc
 
 
-CONFIG_MAX_BYTES = 1 << 20
-"""inference-perf's resolved config is a few KB; the pure-Python YAML parser is slow on
-a large hostile one, so a config is bounded far below an import source."""
+CONFIG_MAX_BYTES = 128 << 10
+"""inference-perf's resolved config is a few KB; building YAML nodes takes about 15 us
+each even with libyaml (a 1 MB flow list of 400,000 integers took 12 s), so a config is
+bounded far below an import source: 128 KiB, about 1.5 s at worst."""
 _YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -153,12 +154,14 @@ def _config(data: bytes, where: str) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise _fail(where, None, f"not UTF-8 ({exc.reason} at byte {exc.start})") from exc
     try:
-        # The writer (yaml.dump of a model) never writes aliases; refusing them bounds the
-        # work a hostile file can cause ("billion laughs").
-        for event in yaml.parse(text, Loader=_YAML_LOADER):
-            if isinstance(event, yaml.AliasEvent):
-                raise _fail(where, None, "YAML aliases are not written by inference-perf")
-        doc = yaml.load(text, Loader=_YAML_LOADER)  # noqa: S506  # a safe loader
+        loader = _YAML_LOADER(text)
+        try:
+            node = loader.get_single_node()
+            if node is not None:
+                _check_nodes(node, where)
+            doc = None if node is None else loader.construct_document(node)
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         raise _fail(where, None, f"not YAML: {str(exc).splitlines()[0]}") from None
     except RecursionError:
@@ -166,6 +169,54 @@ def _config(data: bytes, where: str) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise _fail(where, None, "expected a YAML mapping (inference-perf's config report)")
     return doc
+
+
+def _yaml_path(path: tuple[str | int, ...]) -> str:
+    return "".join(f"[{c}]" if isinstance(c, int) else f".{c[:80]}" for c in path).lstrip(".")
+
+
+def _check_nodes(root: Any, where: str) -> None:
+    """Refuse what the writer (``yaml.dump`` of a model) never writes, before anything is
+    constructed: aliases (a "billion laughs" expands at construction), integers of more
+    than 20 digits (Python refuses to convert one of over 4300, and a 400-digit rate
+    overflows a double), duplicate keys (the file would read one way and import another)
+    and nesting deeper than any config."""
+    seen: set[int] = set()
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(root, ())]
+    while stack:
+        node, path = stack.pop()
+        field_ = _yaml_path(path) or None
+        if id(node) in seen:
+            raise _fail(where, field_, "YAML aliases are not written by inference-perf")
+        seen.add(id(node))
+        if len(path) > MAX_JSON_DEPTH:
+            raise _fail(where, field_, f"nested deeper than {MAX_JSON_DEPTH} levels")
+        if isinstance(node, yaml.ScalarNode):
+            digits = sum(c.isalnum() for c in node.value)
+            if node.tag == "tag:yaml.org,2002:int" and digits > MAX_INT_DIGITS:
+                raise _fail(
+                    where,
+                    field_,
+                    f"an integer of {len(node.value):,} characters (at most "
+                    f"{MAX_INT_DIGITS} digits)",
+                )
+        elif isinstance(node, yaml.SequenceNode):
+            # Pushed last first: popped in document order, so an alias is named where
+            # it is used, not where its anchor is.
+            stack += [(v, (*path, i)) for i, v in reversed(list(enumerate(node.value)))]
+        elif isinstance(node, yaml.MappingNode):
+            keys: set[tuple[str, str]] = set()
+            pairs: list[tuple[Any, tuple[str | int, ...]]] = []
+            for k, v in node.value:
+                name = k.value if isinstance(k, yaml.ScalarNode) else "?"
+                if isinstance(k, yaml.ScalarNode):
+                    if (k.tag, k.value) in keys:
+                        raise _fail(
+                            where, _yaml_path((*path, name)), "a key given twice in one mapping"
+                        )
+                    keys.add((k.tag, k.value))
+                pairs += [(k, (*path, name)), (v, (*path, name))]
+            stack += reversed(pairs)
 
 
 def _obj(v: Any, where: str, field: str, record: str | None = None) -> dict[str, Any]:

@@ -258,22 +258,56 @@ def _key_text(row: Mapping[str, Any], key: Sequence[str]) -> str:
 
 def _by_key(rows: Iterable[dict[str, Any]], key: Sequence[str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
+    # The last number given per key: searching from 1 for each repeat was quadratic
+    # (telemetry, worker_exits and not_claimed keys need not be unique).
+    last: dict[str, int] = {}
     for row in rows:
         k = base = _key_text(row, key)
-        n = 1
+        n = last.get(base, 1)
+        if base in last:
+            n += 1
+            k = f"{base} #{n}"
         while k in out:  # a repeated key (only a hostile or keyless table): number it
             n += 1
             k = f"{base} #{n}"
+        last[base] = n
         out[k] = row
     return out
+
+
+def _ns_time(ns: int | None, tz: str | None) -> dt.datetime | str | None:
+    if ns is None:
+        return None
+    zone = dt.UTC if tz else None
+    at = dt.datetime(1970, 1, 1, tzinfo=zone) + dt.timedelta(microseconds=ns // 1000)
+    if ns % 1000 == 0:
+        return at  # what pyarrow gives, so an honest diff reads as before
+    text = at.replace(microsecond=0).isoformat()
+    cut = 19  # "YYYY-MM-DDTHH:MM:SS", then the offset if any
+    return f"{text[:cut]}.{ns % 10**9:09d}{text[cut:]}"
+
+
+def _rows(table: pa.Table) -> list[dict[str, Any]]:
+    """The rows as Python values. A ``timestamp[ns]`` value that a datetime cannot hold
+    (a nanosecond part: RFC 3339 allows it, seal keeps it) is its ISO 8601 text with
+    nine decimals; pyarrow refuses to convert it without pandas (ValueError)."""
+    columns: list[list[Any]] = []
+    for f, col in zip(table.schema, table.columns, strict=True):
+        if pa.types.is_timestamp(f.type) and f.type.unit == "ns":
+            ints = col.cast(pa.int64()).to_pylist()
+            columns.append([_ns_time(v, f.type.tz) for v in ints])
+        else:
+            columns.append(col.to_pylist())
+    names = table.column_names
+    return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
 
 
 def _table(name: str, old: pa.Table, new: pa.Table, lim: DiffLimits) -> TableDiff:
     key = TABLE_KEYS[name]
     cap = lim.max_rows_compared
     not_compared = max(0, old.num_rows - cap) + max(0, new.num_rows - cap)
-    a = _by_key(old.slice(0, cap).to_pylist(), key)
-    b = _by_key(new.slice(0, cap).to_pylist(), key)
+    a = _by_key(_rows(old.slice(0, cap)), key)
+    b = _by_key(_rows(new.slice(0, cap)), key)
     added = [k for k in b if k not in a]
     removed = [k for k in a if k not in b]
     changed = []
@@ -360,13 +394,18 @@ def _changed_member(
             _utf8(sides[0].member_bytes(a.path)),
             _utf8(sides[1].member_bytes(b.path)),
         )
-        if old_text is None or new_text is None:
+        old_lines = None if old_text is None else old_text.splitlines()
+        new_lines = None if new_text is None else new_text.splitlines()
+        if old_lines is None or new_lines is None:
             note = "not UTF-8 text: no text diff"
+        elif max(len(old_lines), len(new_lines)) > lim.max_text_lines_compared:
+            most = max(len(old_lines), len(new_lines))
+            note = f"{most:,} lines: over {lim.max_text_lines_compared:,} lines, no text diff"
         else:
             lines = list(
                 difflib.unified_diff(
-                    old_text.splitlines(),
-                    new_text.splitlines(),
+                    old_lines,
+                    new_lines,
                     f"old/{a.path}",
                     f"new/{b.path}",
                     lineterm="",

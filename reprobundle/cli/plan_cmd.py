@@ -6,15 +6,15 @@ Parses, calls :func:`bundler.campaign.plan_check.check_plan_document`, and print
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from bundler._internal.jsonload import JsonLoadError, loads
 from bundler._internal.userfile import DOCUMENT_MAX_BYTES, open_user_file, read_bounded
-from bundler.errors import UsageError
+from bundler.errors import BundleFormatError, Problem, UsageError
 from reprobundle.cli.common import (
     QUIET,
     cli_errors,
@@ -66,12 +66,19 @@ def _load_plan(source: Path) -> tuple[str, dict[str, Any]]:
         label = f"{source}:{name}"
     else:
         label = str(source)
+    # A bundle's plan is the signer's content: malformed, it is a malformed bundle (exit 1).
+    refused = BundleFormatError if is_bundle else UsageError
     try:
-        doc = json.loads(data)
+        # Bounded: a 400-digit timeout or count overflowed a double in the check, and
+        # nesting 100,000 deep raised RecursionError.
+        doc = loads(data.decode("utf-8"), source=data)
+    except JsonLoadError as exc:
+        problem = Problem(label, None, exc.field, str(exc))
+        raise refused(f"{label}: not a usable plan", [problem]) from None
     except ValueError as exc:
-        raise UsageError(f"{label}: not valid JSON: {exc}") from exc
+        raise refused(f"{label}: not valid JSON: {exc}") from exc
     if not isinstance(doc, dict):
-        raise UsageError(f"{label}: a plan must be a JSON object")
+        raise refused(f"{label}: a plan must be a JSON object")
     return label, doc
 
 

@@ -21,7 +21,8 @@ in-toto statement rebuilt and signed again with the SAME author key. So
 * ``rerun`` families (on the reference server's campaign,
   ``tests/reference_server/campaign.py``): a payload ``input_reference`` that
   is absolute, climbs out with ``..`` or is a symbolic link out of
-  ``--inputs``; hostile server and attempt names.
+  ``--inputs``; hostile server and attempt names; warmup or measured counts
+  of 100,001 to 10**19 per server.
 
 Each family is a Hypothesis strategy (:data:`FAMILIES`); the properties they
 must satisfy are in ``tests/fuzz/properties.py`` (``check_hostile``).
@@ -617,6 +618,22 @@ def _rerun_names(draw: st.DrawFn, base: HostileBase) -> HostileCase:
     return name_case(base, target, name, rerun=True)
 
 
+PLAN_COUNTS = (100_001, 10**8, 10**19)
+"""Requests per server past the planned-request bound (``MAX_PLANNED_REQUESTS``); 10**19
+is the largest count the bounded JSON loader lets through (20 digits)."""
+
+
+@st.composite
+def _plan_counts(draw: st.DrawFn, base: HostileBase) -> HostileCase:
+    # The plan schema bounds the counts from below only; before the bound, rerun's
+    # scheduler built one request object per planned request (10**8: 24 GB).
+    key = draw(st.sampled_from(["warmups_per_server", "measured_per_server"]))
+    count = draw(st.sampled_from(PLAN_COUNTS))
+    edit = base.edit()
+    edit.plan[key] = count
+    return _case(base, "plan-counts", f"{key} = {count}", edit, impossible=False, rerun=True)
+
+
 FAMILIES: dict[str, tuple[str, Family]] = {
     "nonfinite": ("data", _nonfinite),
     "negative": ("data", _negative),
@@ -630,5 +647,6 @@ FAMILIES: dict[str, tuple[str, Family]] = {
     "names": ("data", _hostile_name),
     "rerun-input": ("rerun", _rerun_input),
     "rerun-names": ("rerun", _rerun_names),
+    "plan-counts": ("rerun", _plan_counts),
 }
 """Family name -> (which base it edits: ``data`` or ``rerun``, its strategy)."""

@@ -557,6 +557,8 @@ def check_hostile(  # noqa: PLR0912
         ("report md", ["report", b, "--key", k, "--format", "md", "-o", "x.md"], inprocess),
         ("report html", ["report", b, "--key", k, "-o", "x.html"], inprocess),
         ("plan check", ["plan", "check", b], inprocess),
+        # Against itself: both sides read as bundle diff reads them (exit 0, or 1 refused).
+        ("diff", ["diff", b, b, "--key", k], inprocess),
         ("inspect", ["inspect", b], inprocess),
         ("inspect -v", ["inspect", b, "-v"], inprocess),
         ("rerun --dry-run", [*rerun, "-o", "out", "--dry-run"], False),
