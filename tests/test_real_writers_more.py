@@ -17,10 +17,7 @@ every claim the import makes from those aggregates must be confirmed by replay.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,9 +27,16 @@ import pytest
 from bundler.format.serving_run import ServingRun, SourceError
 from bundler.importers import guidellm
 from replay.serving.stats import RunStats
+from tests.real_writers_support import (
+    REAL,
+    import_runs,
+    import_seal_replay,
+    read_json,
+    replay_json,
+    seal_unsigned,
+)
 
-HERE = Path(__file__).resolve().parent
-GUIDELLM = HERE / "fixtures" / "real_writers" / "guidellm-0.8.1"
+GUIDELLM = REAL / "guidellm-0.8.1"
 RUNS = ("base-c2", "base-r8", "cand-c2", "cand-r8")
 # GuideLLM's constant strategy: constant gaps are named in the load point (Poisson is not).
 LOAD_POINT = {"c2": "rinf-c2", "r8": "r8-cnone-constant"}
@@ -47,19 +51,8 @@ LATENCY = {
 Floats = npt.NDArray[np.float64]
 
 
-def _cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "reprobundle.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
 def _doc(run: str) -> dict[str, Any]:
-    d: dict[str, Any] = json.loads((GUIDELLM / f"{run}.json").read_text())
-    return d
+    return read_json(GUIDELLM / f"{run}.json")
 
 
 def _bench(run: str) -> dict[str, Any]:
@@ -107,7 +100,7 @@ def _summary(values: Floats, weights: Floats) -> dict[str, float]:
 
 
 def test_recording_is_guidellm_0_8_1_as_described() -> None:
-    rec = json.loads((GUIDELLM / "recording.json").read_text())
+    rec = read_json(GUIDELLM / "recording.json")
     assert rec["tool"] == "guidellm" and rec["version"] == "0.8.1"
     assert [r["file"] for r in rec["runs"]] == [f"{r}.json" for r in RUNS]
     for run in RUNS:
@@ -187,22 +180,15 @@ def test_load_point_and_arrival_process() -> None:
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("real-guidellm")
-    args: list[str | Path] = ["import", "guidellm", "-o", tmp / "camp"]
-    for run in RUNS:
-        args += ["--arm", f"{run[:4]}={GUIDELLM / run}.json"]
-    args += ["--commit", "base=aaaaaaa", "--commit", "cand=bbbbbbb", "--json"]
-    res = _cli(*args)
+    arms = [(run[:4], f"{GUIDELLM / run}.json") for run in RUNS]
+    res = import_runs(tmp, "guidellm", arms, "--json")
     assert res.returncode == 0, res.stderr
     # A claim added by hand on a load point that was not run: unverifiable.
     with (tmp / "camp" / "claims.jsonl").open("a") as f:
         p = {"arm": "cand", "load_point": "r4-cnone", "latency": "ttft"}
         row = {"claim_id": "absent", "statistic": "latency_mean", "params": p}
         f.write(json.dumps(row | {"value": "5.00", "unit": "ms"}) + "\n")
-    seal = _cli("seal", tmp / "camp", "-o", tmp / "g.bundle", "--unsigned")
-    assert seal.returncode == 0, seal.stderr
-    rep = _cli("replay", tmp / "g.bundle", "--allow-unsigned", "--json")
-    doc: dict[str, Any] = json.loads(rep.stdout)
-    doc["_exit"] = rep.returncode
+    doc = replay_json(seal_unsigned(tmp, "g.bundle"))
     doc["_camp"] = tmp / "camp"
     doc["_import"] = json.loads(res.stdout)
     return doc
@@ -254,7 +240,7 @@ def test_what_guidellm_does_not_evidence(replayed: dict[str, Any]) -> None:
     assert replayed["conformance"]["deviations"] == []
     nc = (replayed["_camp"] / "not_claimed.jsonl").read_text()
     assert "request_concurrency" in nc and "prompt_tokens_per_second" in nc
-    plan = json.loads((replayed["_camp"] / "plans" / "serving.json").read_text())
+    plan = read_json(replayed["_camp"] / "plans" / "serving.json")
     assert plan["request"]["api"] == "openai-chat-completions"
 
 
@@ -334,17 +320,16 @@ def test_throughput_with_an_event_in_the_merge_window_is_not_claimed() -> None:
 
 # --- SGLang: python -m sglang.bench_serving --output-details, 0.5.23 -----------------
 
-SGLANG = HERE / "fixtures" / "real_writers" / "sglang-0.5.23"
+SGLANG = REAL / "sglang-0.5.23"
 SGLANG_LP = {"c2": "rinf-c2", "r8": "r8-cnone"}
 
 
 def _sgl(run: str) -> dict[str, Any]:
-    d: dict[str, Any] = json.loads((SGLANG / f"{run}.jsonl").read_text())
-    return d
+    return read_json(SGLANG / f"{run}.jsonl")
 
 
 def test_sglang_recording_is_0_5_23_one_line_per_file() -> None:
-    rec = json.loads((SGLANG / "recording.json").read_text())
+    rec = read_json(SGLANG / "recording.json")
     assert rec["version"] == "0.5.23"
     assert [r["file"] for r in rec["runs"]] == [f"{r}.jsonl" for r in RUNS]
     for run in RUNS:
@@ -362,19 +347,8 @@ def test_sglang_recording_is_0_5_23_one_line_per_file() -> None:
 @pytest.fixture(scope="module")
 def sglang_replayed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("real-sglang")
-    args: list[str | Path] = ["import", "sglang", "-o", tmp / "camp"]
-    for run in RUNS:
-        args += ["--arm", f"{run[:4]}={SGLANG / run}.jsonl"]
-    args += ["--commit", "base=aaaaaaa", "--commit", "cand=bbbbbbb"]
-    res = _cli(*args)
-    assert res.returncode == 0, res.stderr
-    seal = _cli("seal", tmp / "camp", "-o", tmp / "s.bundle", "--unsigned")
-    assert seal.returncode == 0, seal.stderr
-    rep = _cli("replay", tmp / "s.bundle", "--allow-unsigned", "--json")
-    doc: dict[str, Any] = json.loads(rep.stdout)
-    doc["_exit"] = rep.returncode
-    doc["_camp"] = tmp / "camp"
-    return doc
+    arms = [(run[:4], f"{SGLANG / run}.jsonl") for run in RUNS]
+    return import_seal_replay(tmp, "sglang", arms, bundle="s.bundle")
 
 
 def _sgl_expected(run: str) -> dict[str, float]:
@@ -437,7 +411,7 @@ def test_sglang_not_claimed_and_not_recorded(sglang_replayed: dict[str, Any]) ->
     assert any("per-request end-to-end latencies: SGLang" in x for x in ne)
     assert any(x.startswith("the failed count (SGLang writes none") for x in ne)
     assert not any("older writer" in x for x in ne)
-    plan = json.loads((sglang_replayed["_camp"] / "plans" / "serving.json").read_text())
+    plan = read_json(sglang_replayed["_camp"] / "plans" / "serving.json")
     assert plan["request"]["api"] == "openai-chat-completions"
 
 
