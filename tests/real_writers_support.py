@@ -13,9 +13,22 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 HERE = Path(__file__).resolve().parent
 REAL = HERE / "fixtures" / "real_writers"
 COMMITS = ("--commit", "base=aaaaaaa", "--commit", "cand=bbbbbbb")
+# GuideLLM's percentiles and latency metrics -> the claims vocabulary's latency names.
+GUIDELLM_PCTS = {"p001": 0.1, "p01": 1, "p05": 5, "p10": 10, "p25": 25, "p50": 50}
+GUIDELLM_PCTS |= {"p75": 75, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9}
+GUIDELLM_LATENCY = {
+    "time_to_first_token_ms": "ttft",
+    "request_latency": "e2el",
+    "inter_token_latency_ms": "itl",
+    "time_per_output_token_ms": "tpot",
+}
+Floats = npt.NDArray[np.float64]
 
 
 def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
@@ -76,3 +89,41 @@ def import_seal_replay(
     doc["_camp"] = tmp / "camp"
     doc["_import"] = res
     return doc
+
+
+# --- GuideLLM's definitions (read in its source), in plain numpy -----------------------
+
+
+def guidellm_samples(benchmark: dict[str, Any]) -> dict[str, tuple[Floats, Floats]]:
+    """GuideLLM's metric -> (values, weights) of a benchmark's successful requests (ms; s
+    for latency): TTFT and latency from ``info.timings``, ITL weighted by output tokens - 1,
+    TPOT including the first token, weighted by output tokens."""
+    reqs = benchmark["requests"]["successful"]
+    t = {
+        k: np.array([r["info"]["timings"][k] for r in reqs])
+        for k in ("request_start", "first_token_iteration", "last_token_iteration", "request_end")
+    }
+    out = np.array([r["output_metrics"]["total_tokens"] for r in reqs], dtype=np.float64)
+    start, first, last = t["request_start"], t["first_token_iteration"], t["last_token_iteration"]
+    ones = np.ones(len(reqs))
+    return {
+        "time_to_first_token_ms": (1000 * (first - start), ones),
+        "request_latency": (t["request_end"] - start, ones),
+        "inter_token_latency_ms": (1000 * (last - first) / (out - 1), out - 1),
+        "time_per_output_token_ms": (1000 * (last - start) / out, out),
+    }
+
+
+def guidellm_summary(values: Floats, weights: Floats) -> dict[str, float]:
+    """Weighted mean, population SD and inverse-CDF percentiles (cumulative shares summed
+    in doubles, the first value reaching P/100), as GuideLLM computes them."""
+    order = np.argsort(values)
+    u, inv = np.unique(values[order], return_inverse=True)
+    p = np.bincount(inv, weights=weights[order])
+    p = p / p.sum()
+    cdf = np.cumsum(p)
+    mean = float(np.sum(u * p))
+    out = {"mean": mean, "std_dev": float(np.sqrt(np.sum((u - mean) ** 2 * p)))}
+    out |= {k: float(u[np.searchsorted(cdf, q / 100)]) for k, q in GUIDELLM_PCTS.items()}
+    out["median"] = out["p50"]
+    return out

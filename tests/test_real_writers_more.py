@@ -21,14 +21,17 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import pytest
 
 from bundler.format.serving_run import ServingRun, SourceError
 from bundler.importers import guidellm
 from replay.serving.stats import RunStats
 from tests.real_writers_support import (
+    GUIDELLM_LATENCY,
+    GUIDELLM_PCTS,
     REAL,
+    guidellm_samples,
+    guidellm_summary,
     import_runs,
     import_seal_replay,
     read_json,
@@ -40,15 +43,6 @@ GUIDELLM = REAL / "guidellm-0.8.1"
 RUNS = ("base-c2", "base-r8", "cand-c2", "cand-r8")
 # GuideLLM's constant strategy: constant gaps are named in the load point (Poisson is not).
 LOAD_POINT = {"c2": "rinf-c2", "r8": "r8-cnone-constant"}
-PCTS = {"p001": 0.1, "p01": 1, "p05": 5, "p10": 10, "p25": 25, "p50": 50}
-PCTS |= {"p75": 75, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9}
-LATENCY = {
-    "time_to_first_token_ms": "ttft",
-    "request_latency": "e2el",
-    "inter_token_latency_ms": "itl",
-    "time_per_output_token_ms": "tpot",
-}
-Floats = npt.NDArray[np.float64]
 
 
 def _doc(run: str) -> dict[str, Any]:
@@ -65,38 +59,6 @@ def _parse_doc(doc: dict[str, Any]) -> ServingRun:
 
 
 # --- GuideLLM's definitions, in plain numpy over the per-request records ----------
-
-
-def _samples(run: str) -> dict[str, tuple[Floats, Floats]]:
-    """GuideLLM's metric -> (values, weights) of the successful requests (ms; s for latency)."""
-    reqs = _bench(run)["requests"]["successful"]
-    t = {
-        k: np.array([r["info"]["timings"][k] for r in reqs])
-        for k in ("request_start", "first_token_iteration", "last_token_iteration", "request_end")
-    }
-    out = np.array([r["output_metrics"]["total_tokens"] for r in reqs], dtype=np.float64)
-    start, first, last = t["request_start"], t["first_token_iteration"], t["last_token_iteration"]
-    ones = np.ones(len(reqs))
-    return {
-        "time_to_first_token_ms": (1000 * (first - start), ones),
-        "request_latency": (t["request_end"] - start, ones),
-        "inter_token_latency_ms": (1000 * (last - first) / (out - 1), out - 1),
-        "time_per_output_token_ms": (1000 * (last - start) / out, out),
-    }
-
-
-def _summary(values: Floats, weights: Floats) -> dict[str, float]:
-    order = np.argsort(values)
-    v, w = values[order], weights[order]
-    u, inv = np.unique(v, return_inverse=True)
-    uw = np.bincount(inv, weights=w)
-    p = uw / uw.sum()
-    cdf = np.cumsum(p)
-    mean = float(np.sum(u * p))
-    out = {"mean": mean, "std_dev": float(np.sqrt(np.sum((u - mean) ** 2 * p)))}
-    out |= {k: float(u[np.searchsorted(cdf, q / 100)]) for k, q in PCTS.items()}
-    out["median"] = out["p50"]
-    return out
 
 
 def test_recording_is_guidellm_0_8_1_as_described() -> None:
@@ -117,8 +79,8 @@ def test_numpy_with_guidellms_definitions_gives_its_aggregates() -> None:
     # Independent of the importer: the definitions read in GuideLLM's source, in numpy.
     for run in RUNS:
         m = _bench(run)["metrics"]
-        for tag, (v, w) in _samples(run).items():
-            mine, tool = _summary(v, w), m[tag]["successful"]
+        for tag, (v, w) in guidellm_samples(_bench(run)).items():
+            mine, tool = guidellm_summary(v, w), m[tag]["successful"]
             for stat, x in mine.items():
                 y = tool[stat] if stat in tool else tool["percentiles"][stat]
                 assert x == pytest.approx(y, rel=1e-12), (run, tag, stat)
@@ -128,7 +90,7 @@ def test_median_of_14_is_the_8th_value_by_the_doubles() -> None:
     # GuideLLM sums the shares 1/14 in doubles: after seven the sum is
     # 0.4999999999999999 < 0.5, so its median (and p50) is the 8th smallest value,
     # where the exact inverse CDF (numpy's "inverted_cdf") gives the 7th.
-    v, _ = _samples("base-c2")["time_to_first_token_ms"]
+    v, _ = guidellm_samples(_bench("base-c2"))["time_to_first_token_ms"]
     s = np.sort(v)
     assert np.cumsum(np.full(14, 1 / 14))[6] < 0.5
     tool = _bench("base-c2")["metrics"]["time_to_first_token_ms"]["successful"]
@@ -142,7 +104,7 @@ def test_median_of_14_is_the_8th_value_by_the_doubles() -> None:
 
 def test_tpot_includes_the_first_token_and_itl_is_token_weighted() -> None:
     m = _bench("base-c2")["metrics"]
-    v, w = _samples("base-c2")["inter_token_latency_ms"]
+    v, w = guidellm_samples(_bench("base-c2"))["inter_token_latency_ms"]
     assert m["inter_token_latency_ms"]["successful"]["mean"] == pytest.approx(
         float(np.sum(v * w) / np.sum(w)), rel=1e-12
     )
@@ -200,12 +162,12 @@ def _expected() -> dict[str, float]:
     for run in RUNS:
         b = _bench(run)
         lp = f"{run[:4]}.{LOAD_POINT[run[-2:]]}"
-        for tag, (v, w) in _samples(run).items():
+        for tag, (v, w) in guidellm_samples(_bench(run)).items():
             scale = 1000.0 if tag == "request_latency" else 1.0
-            lat = LATENCY[tag]
-            for stat, x in _summary(v, w).items():
+            lat = GUIDELLM_LATENCY[tag]
+            for stat, x in guidellm_summary(v, w).items():
                 key = {"mean": "mean", "std_dev": "std", "median": "median"}.get(stat)
-                key = key or f"p{PCTS[stat]:g}"
+                key = key or f"p{GUIDELLM_PCTS[stat]:g}"
                 out[f"{lp}.{key}_{lat}_ms"] = x * scale
         reqs = b["requests"]["successful"]
         n_in = sum(r["input_metrics"]["total_tokens"] for r in reqs)

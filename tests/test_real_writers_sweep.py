@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import pytest
 
 from bundler.errors import BundleFormatError
@@ -31,7 +30,11 @@ from bundler.format.serving_run import SourceError
 from bundler.importers import guidellm, sglang
 from replay.serving.inputs import Cache, load_serving, pick_run
 from tests.real_writers_support import (
+    GUIDELLM_LATENCY,
+    GUIDELLM_PCTS,
     REAL,
+    guidellm_samples,
+    guidellm_summary,
     import_runs,
     import_seal_replay,
     read_json,
@@ -43,15 +46,6 @@ SWEEP = REAL / "guidellm-0.8.1-sweep"
 GUIDELLM = REAL / "guidellm-0.8.1"
 SGLANG = REAL / "sglang-0.5.23"
 ARMS = ("base", "cand")
-PCTS = {"p001": 0.1, "p01": 1, "p05": 5, "p10": 10, "p25": 25, "p50": 50}
-PCTS |= {"p75": 75, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9}
-LATENCY = {
-    "time_to_first_token_ms": "ttft",
-    "request_latency": "e2el",
-    "inter_token_latency_ms": "itl",
-    "time_per_output_token_ms": "tpot",
-}
-Floats = npt.NDArray[np.float64]
 
 
 def _sweep(arm: str) -> dict[str, Any]:
@@ -72,46 +66,16 @@ def _load_point(b: dict[str, Any], profile_cap: int) -> str:
 # --- GuideLLM's definitions in plain numpy --------------------------------------------
 
 
-def _samples(b: dict[str, Any]) -> dict[str, tuple[Floats, Floats]]:
-    reqs = b["requests"]["successful"]
-    t = {
-        k: np.array([r["info"]["timings"][k] for r in reqs])
-        for k in ("request_start", "first_token_iteration", "last_token_iteration", "request_end")
-    }
-    out = np.array([r["output_metrics"]["total_tokens"] for r in reqs], dtype=np.float64)
-    start, first, last = t["request_start"], t["first_token_iteration"], t["last_token_iteration"]
-    return {
-        "time_to_first_token_ms": (1000 * (first - start), np.ones(len(reqs))),
-        "request_latency": (t["request_end"] - start, np.ones(len(reqs))),
-        "inter_token_latency_ms": (1000 * (last - first) / (out - 1), out - 1),
-        "time_per_output_token_ms": (1000 * (last - start) / out, out),
-    }
-
-
-def _summary(values: Floats, weights: Floats) -> dict[str, float]:
-    """Weighted mean, population SD and inverse-CDF percentiles (cumulative shares summed
-    in doubles, the first value reaching P/100)."""
-    order = np.argsort(values)
-    u, inv = np.unique(values[order], return_inverse=True)
-    p = np.bincount(inv, weights=weights[order])
-    p = p / p.sum()
-    cdf = np.cumsum(p)
-    mean = float(np.sum(u * p))
-    out = {"mean": mean, "std_dev": float(np.sqrt(np.sum((u - mean) ** 2 * p)))}
-    out |= {k: float(u[np.searchsorted(cdf, q / 100)]) for k, q in PCTS.items()}
-    out["median"] = out["p50"]
-    return out
-
-
 def _guidellm_expected(arm: str, doc: dict[str, Any], cap: int) -> dict[str, float]:
     out: dict[str, float] = {}
     for b in doc["benchmarks"]:
         lp = f"{arm}.{_load_point(b, cap)}"
-        for tag, (v, w) in _samples(b).items():
+        for tag, (v, w) in guidellm_samples(b).items():
             scale = 1000.0 if tag == "request_latency" else 1.0
-            for stat, x in _summary(v, w).items():
+            lat = GUIDELLM_LATENCY[tag]
+            for stat, x in guidellm_summary(v, w).items():
                 key = {"mean": "mean", "std_dev": "std", "median": "median"}.get(stat)
-                out[f"{lp}.{key or f'p{PCTS[stat]:g}'}_{LATENCY[tag]}_ms"] = x * scale
+                out[f"{lp}.{key or f'p{GUIDELLM_PCTS[stat]:g}'}_{lat}_ms"] = x * scale
         reqs = b["requests"]["successful"]
         n_in = sum(r["input_metrics"]["total_tokens"] for r in reqs)
         n_out = sum(r["output_metrics"]["total_tokens"] for r in reqs)
@@ -138,9 +102,9 @@ def test_sweep_recording_is_guidellm_0_8_1_as_described() -> None:
             assert t["successful"] + t["errored"] == 8 and t["incomplete"] == 0
             # Independent of the importer: GuideLLM's own aggregates are its
             # definitions over its records.
-            for tag, (v, w) in _samples(b).items():
+            for tag, (v, w) in guidellm_samples(b).items():
                 tool = b["metrics"][tag]["successful"]
-                for stat, x in _summary(v, w).items():
+                for stat, x in guidellm_summary(v, w).items():
                     y = tool[stat] if stat in tool else tool["percentiles"][stat]
                     assert x == pytest.approx(y, rel=1e-12), (arm, tag, stat)
     size = sum(p.stat().st_size for p in SWEEP.iterdir())
