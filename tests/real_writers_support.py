@@ -127,3 +127,27 @@ def guidellm_summary(values: Floats, weights: Floats) -> dict[str, float]:
     out |= {k: float(u[np.searchsorted(cdf, q / 100)]) for k, q in GUIDELLM_PCTS.items()}
     out["median"] = out["p50"]
     return out
+
+
+def guidellm_expected(benchmark: dict[str, Any], lp: str) -> dict[str, float]:
+    """Claim id (under the load point ``lp``, ``ARM.LOAD_POINT``) -> the value from numpy
+    over the benchmark's records, with GuideLLM's definitions."""
+    b = benchmark
+    out: dict[str, float] = {}
+    for tag, (v, w) in guidellm_samples(b).items():
+        scale = 1000.0 if tag == "request_latency" else 1.0
+        lat = GUIDELLM_LATENCY[tag]
+        for stat, x in guidellm_summary(v, w).items():
+            key = {"mean": "mean", "std_dev": "std", "median": "median"}.get(stat)
+            key = key or f"p{GUIDELLM_PCTS[stat]:g}"
+            out[f"{lp}.{key}_{lat}_ms"] = x * scale
+    reqs = b["requests"]["successful"]
+    n_in = sum(r["input_metrics"]["total_tokens"] for r in reqs)
+    n_out = sum(r["output_metrics"]["total_tokens"] for r in reqs)
+    window = b["end_time"] - b["start_time"]
+    out[f"{lp}.request_throughput"] = len(reqs) / window
+    out[f"{lp}.output_throughput"] = n_out / window
+    out[f"{lp}.total_token_throughput"] = (n_in + n_out) / window
+    out[f"{lp}.completed"] = len(reqs)
+    out[f"{lp}.failed"] = len(b["requests"]["errored"])
+    return out

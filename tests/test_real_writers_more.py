@@ -27,9 +27,8 @@ from bundler.format.serving_run import ServingRun, SourceError
 from bundler.importers import guidellm
 from replay.serving.stats import RunStats
 from tests.real_writers_support import (
-    GUIDELLM_LATENCY,
-    GUIDELLM_PCTS,
     REAL,
+    guidellm_expected,
     guidellm_samples,
     guidellm_summary,
     import_runs,
@@ -160,24 +159,7 @@ def _expected() -> dict[str, float]:
     """claim id -> the value from numpy over the records (GuideLLM's definitions)."""
     out: dict[str, float] = {}
     for run in RUNS:
-        b = _bench(run)
-        lp = f"{run[:4]}.{LOAD_POINT[run[-2:]]}"
-        for tag, (v, w) in guidellm_samples(_bench(run)).items():
-            scale = 1000.0 if tag == "request_latency" else 1.0
-            lat = GUIDELLM_LATENCY[tag]
-            for stat, x in guidellm_summary(v, w).items():
-                key = {"mean": "mean", "std_dev": "std", "median": "median"}.get(stat)
-                key = key or f"p{GUIDELLM_PCTS[stat]:g}"
-                out[f"{lp}.{key}_{lat}_ms"] = x * scale
-        reqs = b["requests"]["successful"]
-        n_in = sum(r["input_metrics"]["total_tokens"] for r in reqs)
-        n_out = sum(r["output_metrics"]["total_tokens"] for r in reqs)
-        window = b["end_time"] - b["start_time"]
-        out[f"{lp}.request_throughput"] = len(reqs) / window
-        out[f"{lp}.output_throughput"] = n_out / window
-        out[f"{lp}.total_token_throughput"] = (n_in + n_out) / window
-        out[f"{lp}.completed"] = len(reqs)
-        out[f"{lp}.failed"] = len(b["requests"]["errored"])
+        out |= guidellm_expected(_bench(run), f"{run[:4]}.{LOAD_POINT[run[-2:]]}")
     return out
 
 

@@ -30,9 +30,8 @@ from bundler.format.serving_run import SourceError
 from bundler.importers import guidellm, sglang
 from replay.serving.inputs import Cache, load_serving, pick_run
 from tests.real_writers_support import (
-    GUIDELLM_LATENCY,
-    GUIDELLM_PCTS,
     REAL,
+    guidellm_expected,
     guidellm_samples,
     guidellm_summary,
     import_runs,
@@ -69,22 +68,7 @@ def _load_point(b: dict[str, Any], profile_cap: int) -> str:
 def _guidellm_expected(arm: str, doc: dict[str, Any], cap: int) -> dict[str, float]:
     out: dict[str, float] = {}
     for b in doc["benchmarks"]:
-        lp = f"{arm}.{_load_point(b, cap)}"
-        for tag, (v, w) in guidellm_samples(b).items():
-            scale = 1000.0 if tag == "request_latency" else 1.0
-            lat = GUIDELLM_LATENCY[tag]
-            for stat, x in guidellm_summary(v, w).items():
-                key = {"mean": "mean", "std_dev": "std", "median": "median"}.get(stat)
-                out[f"{lp}.{key or f'p{GUIDELLM_PCTS[stat]:g}'}_{lat}_ms"] = x * scale
-        reqs = b["requests"]["successful"]
-        n_in = sum(r["input_metrics"]["total_tokens"] for r in reqs)
-        n_out = sum(r["output_metrics"]["total_tokens"] for r in reqs)
-        window = b["end_time"] - b["start_time"]
-        out[f"{lp}.request_throughput"] = len(reqs) / window
-        out[f"{lp}.output_throughput"] = n_out / window
-        out[f"{lp}.total_token_throughput"] = (n_in + n_out) / window
-        out[f"{lp}.completed"] = len(reqs)
-        out[f"{lp}.failed"] = len(b["requests"]["errored"])
+        out |= guidellm_expected(b, f"{arm}.{_load_point(b, cap)}")
     return out
 
 
