@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -27,6 +27,7 @@ __all__ = [
     "encode_request",
     "exchanges",
     "load",
+    "multipart_body",
     "part_bytes",
     "playback",
     "recording",
@@ -35,7 +36,8 @@ __all__ = [
 RECORDINGS = Path(__file__).resolve().parent / "fixtures" / "real_writers" / "vllm-omni-0.30.0"
 _MAX_BODY = 8 << 20
 
-# vllm_omni/entrypoints/openai/protocol/videos.py: class VideoResponse.
+# vllm_omni/entrypoints/openai/protocol/videos.py: class VideoResponse (lines 372-429 in
+# 0.30.0), by hand.
 VIDEO_RESPONSE_FIELDS = {
     "model",
     "prompt",
@@ -133,6 +135,22 @@ def part_bytes(part: dict[str, Any]) -> bytes:
     return str(part["value"]).encode()
 
 
+def multipart_body(
+    parts: Iterable[tuple[str, tuple[str, str] | None, bytes]], boundary: str
+) -> tuple[bytes, str]:
+    """A multipart/form-data body written by hand (not by the client under test), and its
+    content type: each part is (name, (filename, content type) of a file or None for a
+    text field, its bytes)."""
+    out = b""
+    for name, file, data in parts:
+        head = f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"'
+        if file is not None:
+            head += f'; filename="{file[0]}"\r\nContent-Type: {file[1]}'
+        out += (head + "\r\n\r\n").encode() + data + b"\r\n"
+    out += f"--{boundary}--\r\n".encode()
+    return out, f"multipart/form-data; boundary={boundary}"
+
+
 def encode_request(x: Exchange) -> tuple[bytes | None, str]:
     """The recorded request's body rebuilt from its parts and input files, and its content type."""
     shape = x.request_body
@@ -140,15 +158,15 @@ def encode_request(x: Exchange) -> tuple[bytes | None, str]:
         return None, ""
     if shape["encoding"] == "application/json":
         return json.dumps(shape["json"]).encode(), "application/json"
-    boundary = "reprobundle-replayed-request"
-    out = b""
-    for p in shape["parts"]:
-        head = f'--{boundary}\r\nContent-Disposition: form-data; name="{p["name"]}"'
-        if p["kind"] == "file":
-            head += f'; filename="{p["filename"]}"\r\nContent-Type: {p["content_type"]}'
-        out += (head + "\r\n\r\n").encode() + part_bytes(p) + b"\r\n"
-    out += f"--{boundary}--\r\n".encode()
-    return out, f"multipart/form-data; boundary={boundary}"
+    parts = (
+        (
+            str(p["name"]),
+            (str(p["filename"]), str(p["content_type"])) if p["kind"] == "file" else None,
+            part_bytes(p),
+        )
+        for p in shape["parts"]
+    )
+    return multipart_body(parts, "reprobundle-replayed-request")
 
 
 @dataclass

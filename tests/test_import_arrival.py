@@ -12,8 +12,6 @@ numpy from the tool's own per-request file, or is the tool's own aggregate.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import datetime
 from fractions import Fraction
 from pathlib import Path
@@ -23,36 +21,17 @@ import numpy as np
 import pytest
 
 from bundler.importers import aiperf, vllm
+from tests.real_writers_support import REAL, import_runs, read_json, seal_unsigned
+from tests.real_writers_support import cli as _cli
 
-HERE = Path(__file__).resolve().parent
-REAL = HERE / "fixtures" / "real_writers"
 AIPERF = REAL / "aiperf-0.13.0-arrival"
 VLLM = REAL / "vllm-0.33.0-arrival"
 AIPERF_CHAT = REAL / "aiperf-0.13.0"
 RUNS = ("base-r8-poisson", "base-r8-gamma0.5", "cand-r8-poisson", "cand-r8-gamma0.5")
-COMMITS = ("--commit", "base=aaaaaaa", "--commit", "cand=bbbbbbb")
-
-
-def _cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "reprobundle.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
-def _import(tmp: Path, fmt: str, pairs: list[tuple[str, Path]], *extra: str) -> Any:
-    args: list[str | Path] = ["import", fmt, "-o", tmp / "camp"]
-    for arm, p in pairs:
-        args += ["--arm", f"{arm}={p}"]
-    return _cli(*args, *COMMITS, *extra)
 
 
 def _seal_replay(tmp: Path, *view: str) -> tuple[int, Any]:
-    seal = _cli("seal", tmp / "camp", "-o", tmp / "x.bundle", "--unsigned")
-    assert seal.returncode == 0, seal.stderr
+    seal_unsigned(tmp)
     return _replay(tmp, *view)
 
 
@@ -68,8 +47,7 @@ def _checks(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _aiperf_agg(run: str) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads((AIPERF / run / aiperf.AGGREGATE_NAME).read_text())
-    return doc
+    return read_json(AIPERF / run / aiperf.AGGREGATE_NAME)
 
 
 def _aiperf_records(run: str) -> list[dict[str, Any]]:
@@ -89,12 +67,12 @@ def test_recordings_are_what_the_readme_says() -> None:
             4,
         )
         assert phase.get("smoothness") == (0.5 if "gamma" in run else None)
-        doc = json.loads((VLLM / f"{run}.json").read_text())
+        doc = read_json(VLLM / f"{run}.json")
         assert (doc["request_rate"], doc["max_concurrency"]) == (8.0, 4)
         assert doc["burstiness"] == (0.5 if "gamma" in run else 1.0)
         assert "ttfts" in doc
     for run in ("base-r8-poisson-aggregates", "cand-r8-poisson-aggregates"):
-        doc = json.loads((VLLM / f"{run}.json").read_text())
+        doc = read_json(VLLM / f"{run}.json")
         assert "ttfts" not in doc and "errors" not in doc and len(doc["latencies"]) == 20
 
 
@@ -117,9 +95,9 @@ def test_load_point_names_a_non_poisson_arrival_process(fmt: str) -> None:
 
 
 def test_same_arm_at_two_arrival_processes_is_not_a_duplicate(tmp_path: Path) -> None:
-    res = _import(tmp_path, "vllm", [(r[:4], VLLM / f"{r}.json") for r in RUNS])
+    res = import_runs(tmp_path, "vllm", [(r[:4], VLLM / f"{r}.json") for r in RUNS])
     assert res.returncode == 0, res.stderr
-    plan = json.loads((tmp_path / "camp" / "plans" / "serving.json").read_text())
+    plan = read_json(tmp_path / "camp" / "plans" / "serving.json")
     assert plan["load_points"] == [
         {"request_rate": 8.0, "max_concurrency": 4, "num_prompts": 20},
         {"request_rate": 8.0, "max_concurrency": 4, "num_prompts": 20, "arrival": "gamma0.5"},
@@ -134,7 +112,7 @@ def test_arms_at_different_arrival_processes_are_a_deviation(tmp_path: Path, fmt
     def src(run: str) -> Path:
         return AIPERF / run if fmt == "aiperf" else VLLM / f"{run}.json"
 
-    res = _import(
+    res = import_runs(
         tmp_path, fmt, [("base", src("base-r8-gamma0.5")), ("cand", src("cand-r8-poisson"))]
     )
     assert res.returncode == 0, res.stderr
@@ -177,7 +155,7 @@ def _window(run: str) -> float:
 @pytest.mark.parametrize("arrival", ["poisson", "gamma0.5"])
 def test_aiperf_goodput_is_claimed_and_confirmed(tmp_path: Path, arrival: str) -> None:
     runs = [r for r in RUNS if r.endswith(arrival)]
-    res = _import(tmp_path, "aiperf", [(r[:4], AIPERF / r) for r in runs])
+    res = import_runs(tmp_path, "aiperf", [(r[:4], AIPERF / r) for r in runs])
     assert res.returncode == 0, res.stderr
     code, doc = _seal_replay(tmp_path, "--json")
     checks = _checks(doc)
@@ -198,7 +176,7 @@ def test_aiperf_goodput_is_claimed_and_confirmed(tmp_path: Path, arrival: str) -
 
 
 def test_goodput_option_is_refused_for_aiperf(tmp_path: Path) -> None:
-    res = _import(
+    res = import_runs(
         tmp_path,
         "aiperf",
         [("base", AIPERF / "base-r8-poisson"), ("cand", AIPERF / "cand-r8-poisson")],
@@ -214,13 +192,13 @@ def test_goodput_option_is_refused_for_aiperf(tmp_path: Path) -> None:
 
 
 def test_aiperf_chat_run_plans_the_chat_api(tmp_path: Path) -> None:
-    agg = json.loads((AIPERF_CHAT / "base-c2" / aiperf.AGGREGATE_NAME).read_text())
+    agg = read_json(AIPERF_CHAT / "base-c2" / aiperf.AGGREGATE_NAME)
     assert agg["input_config"]["endpoint"]["type"] == "chat"
-    res = _import(
+    res = import_runs(
         tmp_path, "aiperf", [("base", AIPERF_CHAT / "base-c2"), ("cand", AIPERF_CHAT / "cand-c2")]
     )
     assert res.returncode == 0, res.stderr
-    plan = json.loads((tmp_path / "camp" / "plans" / "serving.json").read_text())
+    plan = read_json(tmp_path / "camp" / "plans" / "serving.json")
     assert plan["request"]["api"] == "openai-chat-completions"
 
 
@@ -229,12 +207,12 @@ def test_aiperf_chat_run_plans_the_chat_api(tmp_path: Path) -> None:
 
 def test_aggregates_only_vllm_keeps_latencies(tmp_path: Path) -> None:
     runs = ("base-r8-poisson-aggregates", "cand-r8-poisson-aggregates")
-    res = _import(tmp_path, "vllm", [(r[:4], VLLM / f"{r}.json") for r in runs])
+    res = import_runs(tmp_path, "vllm", [(r[:4], VLLM / f"{r}.json") for r in runs])
     assert res.returncode == 0, res.stderr
     code, doc = _seal_replay(tmp_path, "--json")
     checks = _checks(doc)
-    base = json.loads((VLLM / f"{runs[0]}.json").read_text())
-    cand = json.loads((VLLM / f"{runs[1]}.json").read_text())
+    base = read_json(VLLM / f"{runs[0]}.json")
+    cand = read_json(VLLM / f"{runs[1]}.json")
     assert base["failed"] == 0 and cand["failed"] >= 1
     lat = np.array(base["latencies"]) * 1000
     expected = {
@@ -285,7 +263,7 @@ def test_aggregates_only_vllm_keeps_latencies(tmp_path: Path) -> None:
 def test_import_lists_unverifiable_claims_and_why(tmp_path: Path) -> None:
     runs = ("base-r8-poisson-aggregates", "cand-r8-poisson")
     pairs = [(r[:4], VLLM / f"{r}.json") for r in runs]
-    res = _import(tmp_path, "vllm", pairs, "--json")
+    res = import_runs(tmp_path, "vllm", pairs, "--json")
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     listed = {cid for u in out["unverifiable"] for cid in u["claims"]}
@@ -294,7 +272,7 @@ def test_import_lists_unverifiable_claims_and_why(tmp_path: Path) -> None:
     at_replay = {k for k, c in _checks(doc).items() if c["status"] == "unverifiable"}
     assert listed == at_replay and listed  # exactly what replay reports
     assert "base.r8-c4.mean_e2el_ms" not in listed  # re-derived from 'latencies'
-    text = _import(tmp_path / "t", "vllm", pairs)
+    text = import_runs(tmp_path / "t", "vllm", pairs)
     assert text.returncode == 0, text.stderr
     assert f"warning: {len(listed)} of " in text.stderr
     assert "run with --save-detailed" in text.stderr

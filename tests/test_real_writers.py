@@ -26,7 +26,6 @@ import time
 import urllib.request
 from datetime import datetime
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,9 +34,9 @@ from bundler.format.serving_run import ServingRun, SourceError
 from bundler.importers import aiperf
 from bundler.importers.write import _stable_decimals
 from replay.serving.stats import throughput
+from tests.real_writers_support import REAL, import_runs, import_seal_replay, read_json
+from tests.real_writers_support import cli as _cli
 
-HERE = Path(__file__).resolve().parent
-REAL = HERE / "fixtures" / "real_writers"
 AIPERF = REAL / "aiperf-0.13.0"
 RUNS = ("base-c2", "base-c4", "cand-c2", "cand-c4")
 LATENCY_TAGS = {"time_to_first_token": "ttft", "request_latency": "e2el"}
@@ -45,19 +44,8 @@ LATENCY_TAGS |= {"inter_token_latency": "tpot"}
 STATS = ("avg", "std", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99")
 
 
-def _cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "reprobundle.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
 def _agg(run: str) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads((AIPERF / run / aiperf.AGGREGATE_NAME).read_text())
-    return doc
+    return read_json(AIPERF / run / aiperf.AGGREGATE_NAME)
 
 
 def _records(run: str) -> list[dict[str, Any]]:
@@ -80,7 +68,7 @@ def _parse(run: str, arm: str = "x") -> ServingRun:
 
 
 def test_the_recording_is_aiperf_0_13_0_as_described() -> None:
-    rec = json.loads((AIPERF / "recording.json").read_text())
+    rec = read_json(AIPERF / "recording.json")
     assert rec["tool"] == "aiperf" and rec["version"] == "0.13.0"
     assert [r["dir"] for r in rec["runs"]] == list(RUNS)
     for run in RUNS:
@@ -211,11 +199,7 @@ def test_real_records_shape() -> None:
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("real-aiperf")
-    args: list[str | Path] = ["import", "aiperf", "-o", tmp / "camp"]
-    for run in RUNS:
-        args += ["--arm", f"{run[:4]}={AIPERF / run}"]
-    args += ["--commit", "base=aaaaaaa", "--commit", "cand=bbbbbbb"]
-    res = _cli(*args)
+    res = import_runs(tmp, "aiperf", [(run[:4], AIPERF / run) for run in RUNS])
     assert res.returncode == 0, res.stderr
     # A pooled-ITL claim added by hand: AIPerf records no inter-token gaps.
     with (tmp / "camp" / "claims.jsonl").open("a") as f:
@@ -300,28 +284,17 @@ VLLM_LATENCIES = ("ttft", "tpot", "itl")
 @pytest.fixture(scope="module")
 def vllm_replayed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("real-vllm")
-    args: list[str | Path] = ["import", "vllm", "-o", tmp / "camp"]
-    for run in RUNS:
-        args += ["--arm", f"{run[:4]}={VLLM / run}.json"]
-    args += ["--commit", "base=aaaaaaa", "--commit", "cand=bbbbbbb"]
-    res = _cli(*args)
-    assert res.returncode == 0, res.stderr
-    seal = _cli("seal", tmp / "camp", "-o", tmp / "v.bundle", "--unsigned")
-    assert seal.returncode == 0, seal.stderr
-    rep = _cli("replay", tmp / "v.bundle", "--allow-unsigned", "--json")
-    doc: dict[str, Any] = json.loads(rep.stdout)
-    doc["_exit"] = rep.returncode
-    doc["_camp"] = tmp / "camp"
-    return doc
+    arms = [(run[:4], f"{VLLM / run}.json") for run in RUNS]
+    return import_seal_replay(tmp, "vllm", arms, bundle="v.bundle")
 
 
 def test_vllm_recording_is_0_33_0_with_failures() -> None:
-    rec = json.loads((VLLM / "recording.json").read_text())
+    rec = read_json(VLLM / "recording.json")
     assert rec["version"] == "0.33.0" and [r["file"] for r in rec["runs"]] == [
         f"{r}.json" for r in RUNS
     ]
     for run in RUNS:
-        doc = json.loads((VLLM / f"{run}.json").read_text())
+        doc = read_json(VLLM / f"{run}.json")
         assert doc["max_concurrency"] == int(run[-1]) and doc["num_prompts"] == 14
         assert doc["failed"] == (1 if run.startswith("cand") else 0)
         assert len(doc["ttfts"]) == len(doc["errors"]) == 14
@@ -332,7 +305,7 @@ def test_every_claim_from_vllms_aggregates_is_confirmed(vllm_replayed: dict[str,
     checks = {c["claim_id"]: c for c in vllm_replayed["claims"]["checks"]}
     expected: dict[str, float] = {}
     for run in RUNS:
-        doc = json.loads((VLLM / f"{run}.json").read_text())
+        doc = read_json(VLLM / f"{run}.json")
         lp = f"{run[:4]}.rinf-c{run[-1]}"
         keys = [f"{s}_{lat}_ms" for lat in VLLM_LATENCIES for s in ("mean", "median", "std")]
         keys += [f"p99_{lat}_ms" for lat in VLLM_LATENCIES]
@@ -356,7 +329,7 @@ def test_vllm_what_is_not_evidenced(vllm_replayed: dict[str, Any]) -> None:
     # vLLM 0.33.0 prints peaks counted per whole second: its "Peak concurrent requests"
     # exceeds --max-concurrency. No vocabulary statistic has that definition; it is
     # listed as not claimed rather than dropped silently.
-    doc = json.loads((VLLM / "base-c4.json").read_text())
+    doc = read_json(VLLM / "base-c4.json")
     assert doc["max_concurrent_requests"] > doc["max_concurrency"]
     nc = (vllm_replayed["_camp"] / "not_claimed.jsonl").read_text()
     assert f"max_concurrent_requests = {doc['max_concurrent_requests']}" in nc

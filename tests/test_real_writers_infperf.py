@@ -20,8 +20,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import subprocess
-import sys
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -32,9 +30,11 @@ import pytest
 from bundler.format.serving_run import ServingRun, SourceError
 from bundler.importers import inference_perf as ip
 from replay.serving.stats import RunStats, throughput
+from tests import real_writers_support as support
+from tests.real_writers_support import cli as _cli
+from tests.real_writers_support import import_seal_replay, read_json
 
-HERE = Path(__file__).resolve().parent
-REAL = HERE / "fixtures" / "real_writers" / "inference-perf-0.7.0"
+REAL = support.REAL / "inference-perf-0.7.0"
 RUNS = tuple(
     f"{arm}-{lp}"
     for arm in ("base", "cand")
@@ -56,19 +56,8 @@ METRICS = {
 PERCENTILES = (0.1, 1, 5, 10, 25, 50, 75, 90, 95, 99, 99.9)
 
 
-def _cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "reprobundle.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
 def _summary(run: str) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads((REAL / run / ip.AGGREGATE_NAME).read_text())
-    return doc
+    return read_json(REAL / run / ip.AGGREGATE_NAME)
 
 
 def _entries(run: str) -> list[dict[str, Any]]:
@@ -98,7 +87,7 @@ def _arm_lp(run: str) -> str:
 
 
 def test_the_recording_is_inference_perf_0_7_0_as_described() -> None:
-    rec = json.loads((REAL / "recording.json").read_text())
+    rec = read_json(REAL / "recording.json")
     assert rec["tool"] == "inference-perf" and rec["version"] == "0.7.0"
     assert rec["python"].startswith("3.11.")  # installed with --ignore-requires-python
     assert [r["dir"] for r in rec["runs"]] == list(RUNS)
@@ -110,7 +99,7 @@ def test_the_recording_is_inference_perf_0_7_0_as_described() -> None:
         failed = sum(e["error"] is not None for e in entries)
         assert failed == (1 if run.startswith("cand") else 0)
         # One stage per run: the stage report and the summary agree on the successes.
-        stage = json.loads((REAL / run / "stage_0_lifecycle_metrics.json").read_text())
+        stage = read_json(REAL / run / "stage_0_lifecycle_metrics.json")
         assert stage["successes"] == _summary(run)["successes"]
     size = sum(p.stat().st_size for p in REAL.rglob("*") if p.is_file())
     assert size < 700_000
@@ -122,19 +111,9 @@ def test_the_recording_is_inference_perf_0_7_0_as_described() -> None:
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("real-infperf")
-    args: list[str | Path] = ["import", "inference-perf", "-o", tmp / "camp", "--json"]
-    for run in RUNS:
-        args += ["--arm", f"{run[:4]}={REAL / run}"]
-    args += ["--commit", "base=aaaaaaa", "--commit", "cand=bbbbbbb"]
-    res = _cli(*args)
-    assert res.returncode == 0, res.stderr
-    seal = _cli("seal", tmp / "camp", "-o", tmp / "x.bundle", "--unsigned")
-    assert seal.returncode == 0, seal.stderr
-    rep = _cli("replay", tmp / "x.bundle", "--allow-unsigned", "--json")
-    doc: dict[str, Any] = json.loads(rep.stdout)
-    doc["_exit"] = rep.returncode
-    doc["_camp"] = tmp / "camp"
-    doc["_import"] = json.loads(res.stdout)
+    arms = [(run[:4], REAL / run) for run in RUNS]
+    doc = import_seal_replay(tmp, "inference-perf", arms, "--json")
+    doc["_import"] = json.loads(doc["_import"].stdout)
     return doc
 
 
@@ -186,7 +165,7 @@ def test_what_is_not_claimed_or_not_evidenced_is_said(replayed: dict[str, Any]) 
     assert "successes.output_tokens.total" in nc  # server counts, not the client's
     ne = replayed["not_evidenced"]
     assert any("monotonic clock" in x for x in ne)
-    serving = json.loads((replayed["_camp"] / "serving.json").read_text())
+    serving = read_json(replayed["_camp"] / "serving.json")
     src = serving["sources"][0]
     assert src["format"] == "inference-perf"
     assert src["config_path"].endswith("/config.yaml")
@@ -337,7 +316,7 @@ def test_configs_it_cannot_split_or_does_not_read_are_refused() -> None:
 
 
 def test_a_summary_that_is_not_inference_perfs_is_refused() -> None:
-    vllm = (HERE / "fixtures" / "real_writers" / "vllm-0.33.0" / "base-c2.json").read_bytes()
+    vllm = (support.REAL / "vllm-0.33.0" / "base-c2.json").read_bytes()
     where, _, field, _ = _problem("base-constant-r8", summary=vllm)
     assert where.endswith(ip.AGGREGATE_NAME) and field == "benchmark_time_seconds"
     assert _problem("base-constant-r8", summary=b"[]")[3].startswith("expected an object")

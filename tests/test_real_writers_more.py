@@ -17,49 +17,35 @@ every claim the import makes from those aggregates must be confirmed by replay.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import pytest
 
 from bundler.format.serving_run import ServingRun, SourceError
 from bundler.importers import guidellm
 from replay.serving.stats import RunStats
+from tests.real_writers_support import (
+    REAL,
+    guidellm_expected,
+    guidellm_samples,
+    guidellm_summary,
+    import_runs,
+    import_seal_replay,
+    read_json,
+    replay_json,
+    seal_unsigned,
+)
 
-HERE = Path(__file__).resolve().parent
-GUIDELLM = HERE / "fixtures" / "real_writers" / "guidellm-0.8.1"
+GUIDELLM = REAL / "guidellm-0.8.1"
 RUNS = ("base-c2", "base-r8", "cand-c2", "cand-r8")
 # GuideLLM's constant strategy: constant gaps are named in the load point (Poisson is not).
 LOAD_POINT = {"c2": "rinf-c2", "r8": "r8-cnone-constant"}
-PCTS = {"p001": 0.1, "p01": 1, "p05": 5, "p10": 10, "p25": 25, "p50": 50}
-PCTS |= {"p75": 75, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9}
-LATENCY = {
-    "time_to_first_token_ms": "ttft",
-    "request_latency": "e2el",
-    "inter_token_latency_ms": "itl",
-    "time_per_output_token_ms": "tpot",
-}
-Floats = npt.NDArray[np.float64]
-
-
-def _cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "reprobundle.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 def _doc(run: str) -> dict[str, Any]:
-    d: dict[str, Any] = json.loads((GUIDELLM / f"{run}.json").read_text())
-    return d
+    return read_json(GUIDELLM / f"{run}.json")
 
 
 def _bench(run: str) -> dict[str, Any]:
@@ -74,40 +60,8 @@ def _parse_doc(doc: dict[str, Any]) -> ServingRun:
 # --- GuideLLM's definitions, in plain numpy over the per-request records ----------
 
 
-def _samples(run: str) -> dict[str, tuple[Floats, Floats]]:
-    """GuideLLM's metric -> (values, weights) of the successful requests (ms; s for latency)."""
-    reqs = _bench(run)["requests"]["successful"]
-    t = {
-        k: np.array([r["info"]["timings"][k] for r in reqs])
-        for k in ("request_start", "first_token_iteration", "last_token_iteration", "request_end")
-    }
-    out = np.array([r["output_metrics"]["total_tokens"] for r in reqs], dtype=np.float64)
-    start, first, last = t["request_start"], t["first_token_iteration"], t["last_token_iteration"]
-    ones = np.ones(len(reqs))
-    return {
-        "time_to_first_token_ms": (1000 * (first - start), ones),
-        "request_latency": (t["request_end"] - start, ones),
-        "inter_token_latency_ms": (1000 * (last - first) / (out - 1), out - 1),
-        "time_per_output_token_ms": (1000 * (last - start) / out, out),
-    }
-
-
-def _summary(values: Floats, weights: Floats) -> dict[str, float]:
-    order = np.argsort(values)
-    v, w = values[order], weights[order]
-    u, inv = np.unique(v, return_inverse=True)
-    uw = np.bincount(inv, weights=w)
-    p = uw / uw.sum()
-    cdf = np.cumsum(p)
-    mean = float(np.sum(u * p))
-    out = {"mean": mean, "std_dev": float(np.sqrt(np.sum((u - mean) ** 2 * p)))}
-    out |= {k: float(u[np.searchsorted(cdf, q / 100)]) for k, q in PCTS.items()}
-    out["median"] = out["p50"]
-    return out
-
-
 def test_recording_is_guidellm_0_8_1_as_described() -> None:
-    rec = json.loads((GUIDELLM / "recording.json").read_text())
+    rec = read_json(GUIDELLM / "recording.json")
     assert rec["tool"] == "guidellm" and rec["version"] == "0.8.1"
     assert [r["file"] for r in rec["runs"]] == [f"{r}.json" for r in RUNS]
     for run in RUNS:
@@ -124,8 +78,8 @@ def test_numpy_with_guidellms_definitions_gives_its_aggregates() -> None:
     # Independent of the importer: the definitions read in GuideLLM's source, in numpy.
     for run in RUNS:
         m = _bench(run)["metrics"]
-        for tag, (v, w) in _samples(run).items():
-            mine, tool = _summary(v, w), m[tag]["successful"]
+        for tag, (v, w) in guidellm_samples(_bench(run)).items():
+            mine, tool = guidellm_summary(v, w), m[tag]["successful"]
             for stat, x in mine.items():
                 y = tool[stat] if stat in tool else tool["percentiles"][stat]
                 assert x == pytest.approx(y, rel=1e-12), (run, tag, stat)
@@ -135,7 +89,7 @@ def test_median_of_14_is_the_8th_value_by_the_doubles() -> None:
     # GuideLLM sums the shares 1/14 in doubles: after seven the sum is
     # 0.4999999999999999 < 0.5, so its median (and p50) is the 8th smallest value,
     # where the exact inverse CDF (numpy's "inverted_cdf") gives the 7th.
-    v, _ = _samples("base-c2")["time_to_first_token_ms"]
+    v, _ = guidellm_samples(_bench("base-c2"))["time_to_first_token_ms"]
     s = np.sort(v)
     assert np.cumsum(np.full(14, 1 / 14))[6] < 0.5
     tool = _bench("base-c2")["metrics"]["time_to_first_token_ms"]["successful"]
@@ -149,7 +103,7 @@ def test_median_of_14_is_the_8th_value_by_the_doubles() -> None:
 
 def test_tpot_includes_the_first_token_and_itl_is_token_weighted() -> None:
     m = _bench("base-c2")["metrics"]
-    v, w = _samples("base-c2")["inter_token_latency_ms"]
+    v, w = guidellm_samples(_bench("base-c2"))["inter_token_latency_ms"]
     assert m["inter_token_latency_ms"]["successful"]["mean"] == pytest.approx(
         float(np.sum(v * w) / np.sum(w)), rel=1e-12
     )
@@ -187,22 +141,15 @@ def test_load_point_and_arrival_process() -> None:
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("real-guidellm")
-    args: list[str | Path] = ["import", "guidellm", "-o", tmp / "camp"]
-    for run in RUNS:
-        args += ["--arm", f"{run[:4]}={GUIDELLM / run}.json"]
-    args += ["--commit", "base=aaaaaaa", "--commit", "cand=bbbbbbb", "--json"]
-    res = _cli(*args)
+    arms = [(run[:4], f"{GUIDELLM / run}.json") for run in RUNS]
+    res = import_runs(tmp, "guidellm", arms, "--json")
     assert res.returncode == 0, res.stderr
     # A claim added by hand on a load point that was not run: unverifiable.
     with (tmp / "camp" / "claims.jsonl").open("a") as f:
         p = {"arm": "cand", "load_point": "r4-cnone", "latency": "ttft"}
         row = {"claim_id": "absent", "statistic": "latency_mean", "params": p}
         f.write(json.dumps(row | {"value": "5.00", "unit": "ms"}) + "\n")
-    seal = _cli("seal", tmp / "camp", "-o", tmp / "g.bundle", "--unsigned")
-    assert seal.returncode == 0, seal.stderr
-    rep = _cli("replay", tmp / "g.bundle", "--allow-unsigned", "--json")
-    doc: dict[str, Any] = json.loads(rep.stdout)
-    doc["_exit"] = rep.returncode
+    doc = replay_json(seal_unsigned(tmp, "g.bundle"))
     doc["_camp"] = tmp / "camp"
     doc["_import"] = json.loads(res.stdout)
     return doc
@@ -212,24 +159,7 @@ def _expected() -> dict[str, float]:
     """claim id -> the value from numpy over the records (GuideLLM's definitions)."""
     out: dict[str, float] = {}
     for run in RUNS:
-        b = _bench(run)
-        lp = f"{run[:4]}.{LOAD_POINT[run[-2:]]}"
-        for tag, (v, w) in _samples(run).items():
-            scale = 1000.0 if tag == "request_latency" else 1.0
-            lat = LATENCY[tag]
-            for stat, x in _summary(v, w).items():
-                key = {"mean": "mean", "std_dev": "std", "median": "median"}.get(stat)
-                key = key or f"p{PCTS[stat]:g}"
-                out[f"{lp}.{key}_{lat}_ms"] = x * scale
-        reqs = b["requests"]["successful"]
-        n_in = sum(r["input_metrics"]["total_tokens"] for r in reqs)
-        n_out = sum(r["output_metrics"]["total_tokens"] for r in reqs)
-        window = b["end_time"] - b["start_time"]
-        out[f"{lp}.request_throughput"] = len(reqs) / window
-        out[f"{lp}.output_throughput"] = n_out / window
-        out[f"{lp}.total_token_throughput"] = (n_in + n_out) / window
-        out[f"{lp}.completed"] = len(reqs)
-        out[f"{lp}.failed"] = len(b["requests"]["errored"])
+        out |= guidellm_expected(_bench(run), f"{run[:4]}.{LOAD_POINT[run[-2:]]}")
     return out
 
 
@@ -254,7 +184,7 @@ def test_what_guidellm_does_not_evidence(replayed: dict[str, Any]) -> None:
     assert replayed["conformance"]["deviations"] == []
     nc = (replayed["_camp"] / "not_claimed.jsonl").read_text()
     assert "request_concurrency" in nc and "prompt_tokens_per_second" in nc
-    plan = json.loads((replayed["_camp"] / "plans" / "serving.json").read_text())
+    plan = read_json(replayed["_camp"] / "plans" / "serving.json")
     assert plan["request"]["api"] == "openai-chat-completions"
 
 
@@ -334,17 +264,16 @@ def test_throughput_with_an_event_in_the_merge_window_is_not_claimed() -> None:
 
 # --- SGLang: python -m sglang.bench_serving --output-details, 0.5.23 -----------------
 
-SGLANG = HERE / "fixtures" / "real_writers" / "sglang-0.5.23"
+SGLANG = REAL / "sglang-0.5.23"
 SGLANG_LP = {"c2": "rinf-c2", "r8": "r8-cnone"}
 
 
 def _sgl(run: str) -> dict[str, Any]:
-    d: dict[str, Any] = json.loads((SGLANG / f"{run}.jsonl").read_text())
-    return d
+    return read_json(SGLANG / f"{run}.jsonl")
 
 
 def test_sglang_recording_is_0_5_23_one_line_per_file() -> None:
-    rec = json.loads((SGLANG / "recording.json").read_text())
+    rec = read_json(SGLANG / "recording.json")
     assert rec["version"] == "0.5.23"
     assert [r["file"] for r in rec["runs"]] == [f"{r}.jsonl" for r in RUNS]
     for run in RUNS:
@@ -362,19 +291,8 @@ def test_sglang_recording_is_0_5_23_one_line_per_file() -> None:
 @pytest.fixture(scope="module")
 def sglang_replayed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("real-sglang")
-    args: list[str | Path] = ["import", "sglang", "-o", tmp / "camp"]
-    for run in RUNS:
-        args += ["--arm", f"{run[:4]}={SGLANG / run}.jsonl"]
-    args += ["--commit", "base=aaaaaaa", "--commit", "cand=bbbbbbb"]
-    res = _cli(*args)
-    assert res.returncode == 0, res.stderr
-    seal = _cli("seal", tmp / "camp", "-o", tmp / "s.bundle", "--unsigned")
-    assert seal.returncode == 0, seal.stderr
-    rep = _cli("replay", tmp / "s.bundle", "--allow-unsigned", "--json")
-    doc: dict[str, Any] = json.loads(rep.stdout)
-    doc["_exit"] = rep.returncode
-    doc["_camp"] = tmp / "camp"
-    return doc
+    arms = [(run[:4], f"{SGLANG / run}.jsonl") for run in RUNS]
+    return import_seal_replay(tmp, "sglang", arms, bundle="s.bundle")
 
 
 def _sgl_expected(run: str) -> dict[str, float]:
@@ -437,7 +355,7 @@ def test_sglang_not_claimed_and_not_recorded(sglang_replayed: dict[str, Any]) ->
     assert any("per-request end-to-end latencies: SGLang" in x for x in ne)
     assert any(x.startswith("the failed count (SGLang writes none") for x in ne)
     assert not any("older writer" in x for x in ne)
-    plan = json.loads((sglang_replayed["_camp"] / "plans" / "serving.json").read_text())
+    plan = read_json(sglang_replayed["_camp"] / "plans" / "serving.json")
     assert plan["request"]["api"] == "openai-chat-completions"
 
 

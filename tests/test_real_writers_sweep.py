@@ -17,52 +17,38 @@ the importer.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import pytest
 
 from bundler.errors import BundleFormatError
 from bundler.format.serving_run import SourceError
 from bundler.importers import guidellm, sglang
 from replay.serving.inputs import Cache, load_serving, pick_run
+from tests.real_writers_support import (
+    REAL,
+    guidellm_expected,
+    guidellm_samples,
+    guidellm_summary,
+    import_runs,
+    import_seal_replay,
+    read_json,
+    replay_json,
+    seal_unsigned,
+)
 
-HERE = Path(__file__).resolve().parent
-REAL = HERE / "fixtures" / "real_writers"
 SWEEP = REAL / "guidellm-0.8.1-sweep"
 GUIDELLM = REAL / "guidellm-0.8.1"
 SGLANG = REAL / "sglang-0.5.23"
 ARMS = ("base", "cand")
-PCTS = {"p001": 0.1, "p01": 1, "p05": 5, "p10": 10, "p25": 25, "p50": 50}
-PCTS |= {"p75": 75, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9}
-LATENCY = {
-    "time_to_first_token_ms": "ttft",
-    "request_latency": "e2el",
-    "inter_token_latency_ms": "itl",
-    "time_per_output_token_ms": "tpot",
-}
-Floats = npt.NDArray[np.float64]
-
-
-def _cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "reprobundle.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 def _sweep(arm: str) -> dict[str, Any]:
-    d: dict[str, Any] = json.loads((SWEEP / f"{arm}-sweep.json").read_text())
-    return d
+    return read_json(SWEEP / f"{arm}-sweep.json")
 
 
 def _load_point(b: dict[str, Any], profile_cap: int) -> str:
@@ -79,60 +65,15 @@ def _load_point(b: dict[str, Any], profile_cap: int) -> str:
 # --- GuideLLM's definitions in plain numpy --------------------------------------------
 
 
-def _samples(b: dict[str, Any]) -> dict[str, tuple[Floats, Floats]]:
-    reqs = b["requests"]["successful"]
-    t = {
-        k: np.array([r["info"]["timings"][k] for r in reqs])
-        for k in ("request_start", "first_token_iteration", "last_token_iteration", "request_end")
-    }
-    out = np.array([r["output_metrics"]["total_tokens"] for r in reqs], dtype=np.float64)
-    start, first, last = t["request_start"], t["first_token_iteration"], t["last_token_iteration"]
-    return {
-        "time_to_first_token_ms": (1000 * (first - start), np.ones(len(reqs))),
-        "request_latency": (t["request_end"] - start, np.ones(len(reqs))),
-        "inter_token_latency_ms": (1000 * (last - first) / (out - 1), out - 1),
-        "time_per_output_token_ms": (1000 * (last - start) / out, out),
-    }
-
-
-def _summary(values: Floats, weights: Floats) -> dict[str, float]:
-    """Weighted mean, population SD and inverse-CDF percentiles (cumulative shares summed
-    in doubles, the first value reaching P/100)."""
-    order = np.argsort(values)
-    u, inv = np.unique(values[order], return_inverse=True)
-    p = np.bincount(inv, weights=weights[order])
-    p = p / p.sum()
-    cdf = np.cumsum(p)
-    mean = float(np.sum(u * p))
-    out = {"mean": mean, "std_dev": float(np.sqrt(np.sum((u - mean) ** 2 * p)))}
-    out |= {k: float(u[np.searchsorted(cdf, q / 100)]) for k, q in PCTS.items()}
-    out["median"] = out["p50"]
-    return out
-
-
 def _guidellm_expected(arm: str, doc: dict[str, Any], cap: int) -> dict[str, float]:
     out: dict[str, float] = {}
     for b in doc["benchmarks"]:
-        lp = f"{arm}.{_load_point(b, cap)}"
-        for tag, (v, w) in _samples(b).items():
-            scale = 1000.0 if tag == "request_latency" else 1.0
-            for stat, x in _summary(v, w).items():
-                key = {"mean": "mean", "std_dev": "std", "median": "median"}.get(stat)
-                out[f"{lp}.{key or f'p{PCTS[stat]:g}'}_{LATENCY[tag]}_ms"] = x * scale
-        reqs = b["requests"]["successful"]
-        n_in = sum(r["input_metrics"]["total_tokens"] for r in reqs)
-        n_out = sum(r["output_metrics"]["total_tokens"] for r in reqs)
-        window = b["end_time"] - b["start_time"]
-        out[f"{lp}.request_throughput"] = len(reqs) / window
-        out[f"{lp}.output_throughput"] = n_out / window
-        out[f"{lp}.total_token_throughput"] = (n_in + n_out) / window
-        out[f"{lp}.completed"] = len(reqs)
-        out[f"{lp}.failed"] = len(b["requests"]["errored"])
+        out |= guidellm_expected(b, f"{arm}.{_load_point(b, cap)}")
     return out
 
 
 def test_sweep_recording_is_guidellm_0_8_1_as_described() -> None:
-    rec = json.loads((SWEEP / "recording.json").read_text())
+    rec = read_json(SWEEP / "recording.json")
     assert rec["tool"] == "guidellm" and rec["version"] == "0.8.1"
     assert [r["file"] for r in rec["runs"]] == [f"{a}-sweep.json" for a in ARMS]
     for arm in ARMS:
@@ -145,9 +86,9 @@ def test_sweep_recording_is_guidellm_0_8_1_as_described() -> None:
             assert t["successful"] + t["errored"] == 8 and t["incomplete"] == 0
             # Independent of the importer: GuideLLM's own aggregates are its
             # definitions over its records.
-            for tag, (v, w) in _samples(b).items():
+            for tag, (v, w) in guidellm_samples(b).items():
                 tool = b["metrics"][tag]["successful"]
-                for stat, x in _summary(v, w).items():
+                for stat, x in guidellm_summary(v, w).items():
                     y = tool[stat] if stat in tool else tool["percentiles"][stat]
                     assert x == pytest.approx(y, rel=1e-12), (arm, tag, stat)
     size = sum(p.stat().st_size for p in SWEEP.iterdir())
@@ -157,21 +98,9 @@ def test_sweep_recording_is_guidellm_0_8_1_as_described() -> None:
 @pytest.fixture(scope="module")
 def sweep_replayed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("real-guidellm-sweep")
-    args: list[str | Path] = ["import", "guidellm", "-o", tmp / "camp"]
-    for arm in ARMS:
-        args += ["--arm", f"{arm}={SWEEP / arm}-sweep.json"]
-    res = _cli(*args, "--commit", "base=aaaaaaa", "--commit", "cand=bbbbbbb")
-    assert res.returncode == 0, res.stderr
-    seal = _cli("seal", tmp / "camp", "-o", tmp / "g.bundle", "--unsigned")
-    assert seal.returncode == 0, seal.stderr
-    rep = _cli("replay", tmp / "g.bundle", "--allow-unsigned", "--json")
-    doc: dict[str, Any] = json.loads(rep.stdout)
-    return doc | {
-        "_exit": rep.returncode,
-        "_camp": tmp / "camp",
-        "_stdout": res.stdout,
-        "_stderr": res.stderr,
-    }
+    arms = [(arm, f"{SWEEP / arm}-sweep.json") for arm in ARMS]
+    doc = import_seal_replay(tmp, "guidellm", arms, bundle="g.bundle")
+    return doc | {"_stdout": doc["_import"].stdout, "_stderr": doc["_import"].stderr}
 
 
 def test_a_real_sweep_imports_seals_and_replays_every_claim_confirmed(
@@ -202,7 +131,7 @@ def test_a_sweep_is_carried_once_and_each_run_named_by_index(
     sweep_replayed: dict[str, Any],
 ) -> None:
     camp = sweep_replayed["_camp"]
-    index = json.loads((camp / "serving.json").read_text())
+    index = read_json(camp / "serving.json")
     for arm in ARMS:
         data = (SWEEP / f"{arm}-sweep.json").read_bytes()
         entries = [s for s in index["sources"] if s["arm"] == arm]
@@ -248,7 +177,7 @@ def test_an_adaptive_sweep_compares_arms_only_where_their_rates_meet(
 def _merged(*names: str) -> bytes:
     """One report holding the benchmarks of GuideLLM's one-benchmark reports ``names``
     (what a scenario listing both loads writes, built from real benchmarks)."""
-    docs = [json.loads((GUIDELLM / f"{n}.json").read_text()) for n in names]
+    docs = [read_json(GUIDELLM / f"{n}.json") for n in names]
     return json.dumps(docs[0] | {"benchmarks": [d["benchmarks"][0] for d in docs]}).encode()
 
 
@@ -257,16 +186,12 @@ def test_several_benchmarks_give_the_claims_their_one_benchmark_files_give(
 ) -> None:
     for arm in ARMS:
         (tmp_path / f"{arm}.json").write_bytes(_merged(f"{arm}-c2", f"{arm}-r8"))
-    res = _cli(
-        "import", "guidellm", "-o", tmp_path / "multi", "--arm", f"base={tmp_path}/base.json",
-        "--arm", f"cand={tmp_path}/cand.json", "--commit", "base=aaaaaaa", "--commit",
-        "cand=bbbbbbb",
-    )  # fmt: skip
+    arms = [(arm, f"{tmp_path}/{arm}.json") for arm in ARMS]
+    res = import_runs(tmp_path, "guidellm", arms, camp="multi")
     assert res.returncode == 0, res.stderr
-    args: list[str | Path] = ["import", "guidellm", "-o", tmp_path / "single"]
-    for run in ("base-c2", "base-r8", "cand-c2", "cand-r8"):
-        args += ["--arm", f"{run[:4]}={GUIDELLM / run}.json"]
-    res = _cli(*args, "--commit", "base=aaaaaaa", "--commit", "cand=bbbbbbb")
+    runs = ("base-c2", "base-r8", "cand-c2", "cand-r8")
+    arms = [(run[:4], f"{GUIDELLM / run}.json") for run in runs]
+    res = import_runs(tmp_path, "guidellm", arms, camp="single")
     assert res.returncode == 0, res.stderr
 
     def claims(d: str) -> dict[str, tuple[str, str]]:
@@ -275,9 +200,7 @@ def test_several_benchmarks_give_the_claims_their_one_benchmark_files_give(
 
     assert claims("multi") == claims("single")
     assert len(claims("multi")) == 244
-    plans = [
-        json.loads((tmp_path / d / "plans/serving.json").read_text()) for d in ("multi", "single")
-    ]
+    plans = [read_json(tmp_path / d / "plans/serving.json") for d in ("multi", "single")]
     assert plans[0]["load_points"] == plans[1]["load_points"]
 
 
@@ -307,17 +230,17 @@ def _sgl_expected(arm: str, line: bytes, lp: str) -> dict[str, float]:
 
 def test_a_multi_line_sglang_file_imports_seals_and_replays(tmp_path: Path) -> None:
     expected: dict[str, float] = {}
-    args: list[str | Path] = ["import", "sglang", "-o", tmp_path / "camp"]
+    arms: list[tuple[str, str | Path]] = []
     for arm in ARMS:
         lines = [(SGLANG / f"{arm}-{lp}.jsonl").read_bytes() for lp in ("c2", "r8")]
         (tmp_path / f"{arm}.jsonl").write_bytes(b"".join(lines))
-        args += ["--arm", f"{arm}={tmp_path}/{arm}.jsonl"]
+        arms.append((arm, f"{tmp_path}/{arm}.jsonl"))
         expected |= _sgl_expected(arm, lines[0], "rinf-c2") | _sgl_expected(
             arm, lines[1], "r8-cnone"
         )
-    res = _cli(*args, "--commit", "base=aaaaaaa", "--commit", "cand=bbbbbbb")
+    res = import_runs(tmp_path, "sglang", arms)
     assert res.returncode == 0, res.stderr
-    index = json.loads((tmp_path / "camp" / "serving.json").read_text())
+    index = read_json(tmp_path / "camp" / "serving.json")
     got = [(s["arm"], s["benchmark"], s["benchmarks"], s["load_point"]) for s in index["sources"]]
     assert got == [
         ("base", 0, 2, "rinf-c2"),
@@ -326,11 +249,8 @@ def test_a_multi_line_sglang_file_imports_seals_and_replays(tmp_path: Path) -> N
         ("cand", 1, 2, "r8-cnone"),
     ]
     assert all(s["path"].endswith(".jsonl") for s in index["sources"])
-    seal = _cli("seal", tmp_path / "camp", "-o", tmp_path / "s.bundle", "--unsigned")
-    assert seal.returncode == 0, seal.stderr
-    rep = _cli("replay", tmp_path / "s.bundle", "--allow-unsigned", "--json")
-    doc = json.loads(rep.stdout)
-    assert rep.returncode == 5  # E2E and TPOT: SGLang writes no per-request latency
+    doc = replay_json(seal_unsigned(tmp_path, "s.bundle"))
+    assert doc["_exit"] == 5  # E2E and TPOT: SGLang writes no per-request latency
     assert doc["conformance"]["deviations"] == []
     checks = {c["claim_id"]: c for c in doc["claims"]["checks"]}
     for key, x in expected.items():
@@ -355,22 +275,20 @@ def test_two_benchmarks_at_one_load_point_are_refused_located(tmp_path: Path) ->
     assert _problems(exc) == [("benchmarks[2]", None)]
     assert "load point rinf-c2 again (benchmarks[0] is at it)" in str(exc.value.problems[0])
     (tmp_path / "g.json").write_bytes(data)
-    res = _cli(
-        "import", "guidellm", "-o", tmp_path / "c", "--arm", f"base={tmp_path}/g.json",
-        "--arm", f"cand={GUIDELLM}/cand-c2.json", "--commit", "base=aaaaaaa", "--commit",
-        "cand=bbbbbbb",
-    )  # fmt: skip
+    arms = [("base", f"{tmp_path}/g.json"), ("cand", f"{GUIDELLM}/cand-c2.json")]
+    res = import_runs(tmp_path, "guidellm", arms, camp="c")
     assert res.returncode == 2 and "benchmarks[2]" in res.stderr and "Traceback" not in res.stderr
     assert not (tmp_path / "c").exists()
 
 
 def test_a_run_repeated_across_files_is_refused_located(tmp_path: Path) -> None:
     (tmp_path / "g.json").write_bytes(_merged("base-c2", "base-r8"))
-    res = _cli(
-        "import", "guidellm", "-o", tmp_path / "c", "--arm", f"base={tmp_path}/g.json",
-        "--arm", f"base={GUIDELLM}/base-r8.json", "--arm", f"cand={GUIDELLM}/cand-c2.json",
-        "--commit", "base=aaaaaaa", "--commit", "cand=bbbbbbb",
-    )  # fmt: skip
+    arms = [
+        ("base", f"{tmp_path}/g.json"),
+        ("base", f"{GUIDELLM}/base-r8.json"),
+        ("cand", f"{GUIDELLM}/cand-c2.json"),
+    ]
+    res = import_runs(tmp_path, "guidellm", arms, camp="c")
     assert res.returncode == 2, res.stderr
     assert "r8-cnone-constant already comes from" in res.stderr and "(run 1)" in res.stderr
     assert not (tmp_path / "c").exists()
@@ -395,7 +313,7 @@ def test_a_benchmark_refusal_names_its_benchmark() -> None:
 
 def test_ten_thousand_benchmarks_are_refused_over_the_cap_before_any_is_read() -> None:
     # Empty benchmarks and lines: had any been read, its refusal would be another.
-    one = json.loads((GUIDELLM / "base-c2.json").read_text())
+    one = read_json(GUIDELLM / "base-c2.json")
     data = json.dumps(one | {"benchmarks": [{}] * 10_000}).encode()
     t0 = time.monotonic()
     with pytest.raises(SourceError) as exc:
@@ -442,7 +360,7 @@ def test_replay_refuses_an_index_out_of_range_or_a_changed_count(
     sweep_replayed: dict[str, Any],
 ) -> None:
     camp = sweep_replayed["_camp"]
-    index = json.loads((camp / "serving.json").read_text())
+    index = read_json(camp / "serving.json")
     src = index["sources"][1]
     data = (camp / src["path"]).read_bytes()
     cache: Cache = {}
@@ -493,12 +411,10 @@ def test_one_run_files_import_as_before(tmp_path: Path) -> None:
     # the attempt's note unchanged (the whole directory was compared byte for byte
     # against a70afa3's import when this landed).
     for fmt, root, ext in (("guidellm", GUIDELLM, "json"), ("sglang", SGLANG, "jsonl")):
-        args: list[str | Path] = ["import", fmt, "-q", "-o", tmp_path / fmt]
-        for run in ("base-c2", "cand-r8"):
-            args += ["--arm", f"{run[:4]}={root / run}.{ext}"]
-        res = _cli(*args, "--commit", "base=aaaaaaa", "--commit", "cand=bbbbbbb")
+        arms = [(run[:4], f"{root / run}.{ext}") for run in ("base-c2", "cand-r8")]
+        res = import_runs(tmp_path, fmt, arms, "-q", camp=fmt)
         assert res.returncode == 0, res.stderr
-        index = json.loads((tmp_path / fmt / "serving.json").read_text())
+        index = read_json(tmp_path / fmt / "serving.json")
         for s in index["sources"]:
             assert set(s) == {"arm", "format", "path", "load_point", "original_name", "sha256"}
             assert s["path"] == f"sources/{s['arm']}/{s['load_point']}.{ext}"

@@ -25,6 +25,7 @@ from bundler.format.trust import Trust
 from bundler.seal import seal_campaign
 from rerun.client import Deadline, FilePart, VideoClient, encode_multipart
 from rerun.runner import RerunOptions, run_rerun
+from tests.omni_playback import VIDEO_RESPONSE_FIELDS, multipart_body
 from tests.reference_server import REPO_ROOT, running_server
 from tests.reference_server.campaign import (
     BASELINE_COMMIT,
@@ -37,33 +38,6 @@ from tests.reference_server.form import parse_video_form
 from tests.reference_server.media import make_mp4
 
 PROMPT = "a violinist at dusk"
-# What vLLM-Omni 0.30.0's VideoResponse holds (protocol/videos.py:372-429), by hand.
-VIDEO_RESPONSE_FIELDS = {
-    "model",
-    "prompt",
-    "id",
-    "object",
-    "status",
-    "size",
-    "progress",
-    "seconds",
-    "quality",
-    "completed_at",
-    "created_at",
-    "remixed_from_video_id",
-    "error",
-    "media_type",
-    "expires_at",
-    "file_name",
-    "inference_time_s",
-    "fps",
-    "num_frames",
-    "duration_s",
-    "metrics",
-    "stage_durations",
-    "peak_memory_mb",
-    "action",
-}
 
 
 def soon(seconds: float) -> float:
@@ -74,23 +48,9 @@ def form(
     parts: list[tuple[str, str]], files: list[tuple[str, str, bytes]] | None = None
 ) -> tuple[bytes, str]:
     """A multipart body written by hand (not by the client under test)."""
-    boundary = uuid.uuid4().hex
-    out = b""
-    for name, text in parts:
-        out += (
-            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{text}\r\n'
-        ).encode()
-    for name, filename, data in files or []:
-        out += (
-            (
-                f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; '
-                f'filename="{filename}"\r\nContent-Type: image/png\r\n\r\n'
-            ).encode()
-            + data
-            + b"\r\n"
-        )
-    out += f"--{boundary}--\r\n".encode()
-    return out, f"multipart/form-data; boundary={boundary}"
+    texts = [(name, None, text.encode()) for name, text in parts]
+    pngs = [(name, (filename, "image/png"), data) for name, filename, data in files or []]
+    return multipart_body([*texts, *pngs], uuid.uuid4().hex)
 
 
 def post(client: VideoClient, body: bytes, ctype: str) -> tuple[int, dict[str, Any]]:

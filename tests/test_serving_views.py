@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -27,13 +25,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.real_writers_support import REAL, import_runs, read_json, seal_unsigned
+from tests.real_writers_support import cli as _cli
 from tests.test_report import parse_page
 from tests.test_report_phone import PHONE_COLUMN_PX, _smallest_text_px
 
 pytest.importorskip("matplotlib", reason="the HTML report needs matplotlib (the report extra)")
 
-HERE = Path(__file__).resolve().parent
-REAL = HERE / "fixtures" / "real_writers"
 RUNS = ("base-c2", "base-c4", "cand-c2", "cand-c4")
 TOOLS = ("vllm", "aiperf")
 
@@ -53,16 +51,6 @@ LEAKS = {
 }
 
 
-def _cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "reprobundle.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
 def _source(tool: str, run: str) -> Path:
     return REAL / "vllm-0.33.0" / f"{run}.json" if tool == "vllm" else REAL / "aiperf-0.13.0" / run
 
@@ -73,15 +61,9 @@ def views(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]
     out: dict[str, dict[str, str]] = {}
     for tool in TOOLS:
         tmp = tmp_path_factory.mktemp(f"serving-{tool}")
-        args: list[str | Path] = ["import", tool, "-o", tmp / "camp"]
-        for run in RUNS:
-            args += ["--arm", f"{run[:4]}={_source(tool, run)}"]
-        args += ["--commit", "base=aaaaaaa", "--commit", "cand=bbbbbbb"]
-        res = _cli(*args)
+        res = import_runs(tmp, tool, [(run[:4], _source(tool, run)) for run in RUNS])
         assert res.returncode == 0, res.stderr
-        bundle = tmp / "x.bundle"
-        seal = _cli("seal", tmp / "camp", "-o", bundle, "--unsigned")
-        assert seal.returncode == 0, seal.stderr
+        bundle = seal_unsigned(tmp)
         got: dict[str, str] = {}
         for name, extra in (("text", []), ("verbose", ["-v"]), ("json", ["--json"])):
             rep = _cli("replay", bundle, "--allow-unsigned", *extra)
@@ -290,19 +272,13 @@ def test_figures_beyond_a_double_are_not_re_derivable_never_infinity(tmp_path: P
     # Valid but absurd: end-to-end latencies near the largest double. In ms they leave
     # the range of a double; the JSON used to carry Infinity (not JSON at all).
     for run in ("base-c2", "cand-c2"):
-        d = json.loads((REAL / "vllm-0.33.0" / f"{run}.json").read_text())
+        d = read_json(REAL / "vllm-0.33.0" / f"{run}.json")
         if run == "cand-c2":
             d["latencies"] = [1e307 for _ in d["latencies"]]
         (tmp_path / f"{run}.json").write_text(json.dumps(d))
-    args: list[str | Path] = ["import", "vllm", "-o", tmp_path / "camp"]
-    args += [
-        "--arm",
-        f"base={tmp_path / 'base-c2.json'}",
-        "--arm",
-        f"cand={tmp_path / 'cand-c2.json'}",
-    ]
-    assert _cli(*args, "--commit", "base=aaaaaaa", "--commit", "cand=bbbbbbb").returncode == 0
-    assert _cli("seal", tmp_path / "camp", "-o", tmp_path / "b", "--unsigned").returncode == 0
+    arms = [("base", tmp_path / "base-c2.json"), ("cand", tmp_path / "cand-c2.json")]
+    assert import_runs(tmp_path, "vllm", arms).returncode == 0
+    seal_unsigned(tmp_path, "b")
     rep = _cli("replay", tmp_path / "b", "--allow-unsigned", "--json")
     assert rep.returncode == 4 and "Traceback" not in rep.stderr  # the E2E claims contradicted
 
@@ -323,17 +299,15 @@ def test_a_figure_too_large_for_a_chart_axis_gives_a_sentence_not_a_traceback(
 ) -> None:
     # 1.5e305 s is 1.5e308 ms: a double, but the chart's headroom (x 1.18) overflows it.
     for run in ("base-c2", "cand-c2"):
-        d = json.loads((REAL / "vllm-0.33.0" / f"{run}.json").read_text())
+        d = read_json(REAL / "vllm-0.33.0" / f"{run}.json")
         if run == "cand-c2":
             d["ttfts"] = [1.5e305 for _ in d["ttfts"]]
             d["latencies"] = [1.6e305 for _ in d["latencies"]]
         (tmp_path / f"{run}.json").write_text(json.dumps(d))
-    args: list[str | Path] = ["import", "vllm", "-o", tmp_path / "camp"]
-    args += ["--arm", f"base={tmp_path / 'base-c2.json'}"]
-    args += ["--arm", f"cand={tmp_path / 'cand-c2.json'}"]
-    imp = _cli(*args, "--commit", "base=aaaaaaa", "--commit", "cand=bbbbbbb")
+    arms = [("base", tmp_path / "base-c2.json"), ("cand", tmp_path / "cand-c2.json")]
+    imp = import_runs(tmp_path, "vllm", arms)
     assert imp.returncode == 0, imp.stderr
-    assert _cli("seal", tmp_path / "camp", "-o", tmp_path / "b", "--unsigned").returncode == 0
+    seal_unsigned(tmp_path, "b")
     page = tmp_path / "r.html"
     rep = _cli("report", tmp_path / "b", "--allow-unsigned", "-o", page)
     assert "Traceback" not in rep.stderr, rep.stderr

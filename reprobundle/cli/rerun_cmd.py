@@ -7,7 +7,6 @@ bundle is opened once, through :func:`bundler.verified.open_verified`.
 from __future__ import annotations
 
 import shlex
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,23 +14,20 @@ import click
 
 from bundler.errors import UsageError
 from reprobundle.cli.common import (
-    QUIET,
     cli_errors,
-    emit_json,
     examples,
     json_option,
     load_trust,
-    say,
     trust_options,
     verbosity_options,
 )
-from reprobundle.cli.runner_options import server_options
+from reprobundle.cli.runner_options import pairs, server_options
+from reprobundle.cli.runner_output import run_and_report, show_dry_run
 
 if TYPE_CHECKING:
     from bundler.verified import VerifiedBundle
-    from rerun.options import RerunEvent, RerunOptions
+    from rerun.options import RerunOptions
     from rerun.prepare import PreparedRerun
-    from rerun.runner import RerunResult
 
 __all__ = ["RERUN_EXIT_HELP", "rerun_command"]
 
@@ -50,8 +46,6 @@ Exit codes:
      without --allow-unverified-commit)
 """
 
-_EXIT_REJECTED = 4
-
 
 def _open_bundle(bundle: Path, options: RerunOptions) -> VerifiedBundle:
     """Open and verify BUNDLE once (``open_verified``), adding the trust options to a refusal."""
@@ -67,71 +61,6 @@ def _open_bundle(bundle: Path, options: RerunOptions) -> VerifiedBundle:
         ) from exc
 
 
-def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
-    out = {}
-    for v in values:
-        name, sep, rest = v.partition("=")
-        if not sep or not name or not rest:
-            raise UsageError(f"{option} {v!r}: expected NAME=VALUE")
-        out[name] = rest
-    return out
-
-
-def _print_dry_run(prep: PreparedRerun, verbosity: int) -> None:
-    status = "passes" if prep.check.ok else "FAILS"
-    if verbosity <= QUIET:
-        say(
-            f"dry run: {len(prep.schedule)} arm positions, {prep.total_requests} requests; "
-            f"plan check {status}"
-        )
-        return
-    say(
-        f"frozen plan {prep.source.plan_name} of {prep.source.campaign.get('id')}: "
-        f"{len(prep.schedule)} arm positions, {prep.total_requests} requests, api {prep.api}, "
-        f"boundary {prep.timing_boundary}, poll every {prep.poll_interval_s:g} s"
-    )
-    low = high = 0.0
-    known = True
-    for sp, est in zip(prep.schedule, prep.estimates, strict=True):
-        phases = ", ".join(f"{r.phase} #{r.seq}" for r in sp.requests)
-        say(f"  {sp.slot.position}. {sp.arm} on {sp.server} ({sp.commit[:12]}): {phases}")
-        if est.sealed_requests_s is None:
-            known = False
-        else:
-            low += est.sealed_requests_s
-            high += est.sealed_requests_s + est.startup_budget_s + est.teardown_budget_s
-    for argv in prep.launch_commands():
-        say(f"  launch: {shlex.join(argv)}")
-    if known:
-        say(
-            f"  expected duration: {low:,.0f} s of requests as sealed "
-            f"({low / 3600:.2f} h); at most {high:,.0f} s ({high / 3600:.2f} h) with every "
-            "start-up and teardown budget used"
-        )
-    say(
-        f"  plan check {status}: {len(prep.check.errors)} error(s), "
-        f"{len(prep.check.warnings)} warning(s) (bundle plan check for details)"
-    )
-
-
-def _show_dry_run(prep: PreparedRerun, as_json: bool, verbosity: int) -> None:
-    if not as_json:
-        _print_dry_run(prep, verbosity)
-        return
-    emit_json(
-        {
-            "ok": True,
-            "slots": [
-                {"arm": s.arm, "server": s.server, "requests": len(s.requests)}
-                for s in prep.schedule
-            ],
-            "launch": prep.launch_commands(),
-            "estimates": [e.__dict__ for e in prep.estimates],
-            "plan_check": prep.check.to_dict(),
-        }
-    )
-
-
 def _announce_bundle_commands(prep: PreparedRerun) -> None:
     """Print, before anything runs, each command from the bundle that is about to run."""
     from bundler._internal.textsafe import safe
@@ -145,31 +74,6 @@ def _announce_bundle_commands(prep: PreparedRerun) -> None:
             f"; environment added: {safe(env)}",
             err=True,
         )
-
-
-def _show_event(e: RerunEvent) -> None:
-    count = f"[{e.done}/{e.total}] " if e.total else ""
-    say(f"{count}{e.kind}: {e.message}", err=True)
-
-
-def _no_event(e: RerunEvent) -> None:
-    del e
-
-
-def _show_result(result: RerunResult, as_json: bool, verbosity: int) -> None:
-    if as_json:
-        emit_json({"ok": result.status == "accepted", **result.to_dict()})
-        return
-    say(f"rerun {result.attempt_id} -> {result.out_dir}: {result.status.upper()}")
-    if verbosity <= QUIET:
-        return
-    if result.reason:
-        say(f"  reason   {result.reason}")
-    say("  rows     " + ", ".join(f"{k} {v}" for k, v in result.counts.items()))
-    if result.status == "accepted":
-        say(f"  next     bundle seal {result.out_dir} -o RERUN.bundle --key KEY")
-    else:
-        say("  next     run again with the same -o to add an attempt; this one stays recorded")
 
 
 @click.command(
@@ -263,7 +167,7 @@ def rerun_command(
     plan's own launch command, or an environment variable of the plan that would
     run code, runs only with --run-bundle-launch-command.
     """
-    from rerun.runner import RerunControl, RerunOptions, prepare_rerun, run_rerun
+    from rerun.runner import RerunOptions, prepare_rerun
     from rerun.targets import check_launch_consent
 
     with cli_errors(as_json):
@@ -277,12 +181,12 @@ def rerun_command(
             "or --allow-unsigned",
         )
         options = RerunOptions(
-            endpoints=_pairs(endpoints, "--endpoint"),
+            endpoints=pairs(endpoints, "--endpoint"),
             launch=launch,
             launch_command=launch_command,
             run_bundle_launch_command=run_bundle_launch_command,
             launch_cwd=launch_cwd,
-            env=_pairs(env, "--env"),
+            env=pairs(env, "--env"),
             inputs=inputs,
             telemetry=telemetry,
             telemetry_command=shlex.split(telemetry_command) if telemetry_command else None,
@@ -294,25 +198,10 @@ def rerun_command(
         check_launch_consent(options, dry_run=dry_run)
         verified = _open_bundle(bundle, options)
         if dry_run:
-            _show_dry_run(prepare_rerun(verified, options), as_json, verbosity)
+            show_dry_run(prepare_rerun(verified, options), as_json, verbosity)
             return
         prepared = prepare_rerun(verified, options)
         if run_bundle_launch_command:
             _announce_bundle_commands(prepared)
-        control = RerunControl()
-        restore = control.install_signal_handlers()
-        try:
-            result = run_rerun(
-                verified,
-                out_dir,
-                options,
-                # -q: the result line only; progress events are detail.
-                progress=_show_event if verbosity > QUIET else _no_event,
-                control=control,
-                prepared=prepared,
-            )
-        finally:
-            restore()
-        _show_result(result, as_json, verbosity)
-        codes = {"accepted": 0, "rejected": _EXIT_REJECTED, "interrupted": 3}
-        sys.exit(codes[result.status])
+        next_step = "bundle seal {out_dir} -o RERUN.bundle --key KEY"
+        run_and_report(verified, out_dir, options, prepared, as_json, verbosity, "rerun", next_step)

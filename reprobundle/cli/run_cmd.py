@@ -7,27 +7,14 @@ Parses, calls :func:`rerun.first_run.prepare_first_run` and
 from __future__ import annotations
 
 import shlex
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from bundler.errors import UsageError
-from reprobundle.cli.common import (
-    QUIET,
-    cli_errors,
-    emit_json,
-    examples,
-    json_option,
-    say,
-    verbosity_options,
-)
-from reprobundle.cli.rerun_cmd import _no_event, _pairs, _show_dry_run, _show_event
-from reprobundle.cli.runner_options import server_options
-
-if TYPE_CHECKING:
-    from rerun.runner import RerunResult
+from reprobundle.cli.common import cli_errors, examples, json_option, verbosity_options
+from reprobundle.cli.runner_options import pairs, server_options
+from reprobundle.cli.runner_output import run_and_report, show_dry_run
 
 __all__ = ["RUN_EXIT_HELP", "run_command"]
 
@@ -41,22 +28,6 @@ Exit codes:
   4  the attempt was rejected: a request failed or timed out, a server did not start,
      or a runtime commit did not match (or was unverified without the override)
 """
-
-
-def _show_result(result: RerunResult, as_json: bool, verbosity: int) -> None:
-    if as_json:
-        emit_json({"ok": result.status == "accepted", **result.to_dict()})
-        return
-    say(f"run {result.attempt_id} -> {result.out_dir}: {result.status.upper()}")
-    if verbosity <= QUIET:
-        return
-    if result.reason:
-        say(f"  reason   {result.reason}")
-    say("  rows     " + ", ".join(f"{k} {v}" for k, v in result.counts.items()))
-    if result.status == "accepted":
-        say(f"  next     write claims.json, then bundle seal {result.out_dir} -o RUN.bundle")
-    else:
-        say("  next     run again with the same -o to add an attempt; this one stays recorded")
 
 
 @click.command(
@@ -144,19 +115,19 @@ def run_command(
     bundle seal it.
     """
     from rerun.first_run import RunSpec, prepare_first_run
-    from rerun.runner import RerunControl, RerunOptions, run_rerun
+    from rerun.runner import RerunOptions
 
     with cli_errors(as_json):
         if out_dir is None:
             raise UsageError("give -o/--output DIR: the campaign directory to write")
         options = RerunOptions(
-            endpoints=_pairs(endpoints, "--endpoint"),
+            endpoints=pairs(endpoints, "--endpoint"),
             launch=launch,
             launch_command=launch_command,
             # The plan is the caller's own file, not a bundle's: its template is theirs.
             run_bundle_launch_command=launch and not launch_command,
             launch_cwd=launch_cwd,
-            env=_pairs(env, "--env"),
+            env=pairs(env, "--env"),
             inputs=inputs,
             telemetry=telemetry,
             telemetry_command=shlex.split(telemetry_command) if telemetry_command else None,
@@ -164,24 +135,10 @@ def run_command(
             reservation_used_s=reservation_used,
             accelerator=accelerator,
         )
-        spec = RunSpec(campaign_id, _pairs(arms, "--arm"), title, kind, baseline)
+        spec = RunSpec(campaign_id, pairs(arms, "--arm"), title, kind, baseline)
         prepared = prepare_first_run(plan, spec, options)
         if dry_run:
-            _show_dry_run(prepared, as_json, verbosity)
+            show_dry_run(prepared, as_json, verbosity)
             return
-        control = RerunControl()
-        restore = control.install_signal_handlers()
-        try:
-            result = run_rerun(
-                plan,
-                out_dir,
-                options,
-                progress=_show_event if verbosity > QUIET else _no_event,
-                control=control,
-                prepared=prepared,
-            )
-        finally:
-            restore()
-        _show_result(result, as_json, verbosity)
-        codes = {"accepted": 0, "rejected": 4, "interrupted": 3}
-        sys.exit(codes[result.status])
+        next_step = "write claims.json, then bundle seal {out_dir} -o RUN.bundle"
+        run_and_report(plan, out_dir, options, prepared, as_json, verbosity, "run", next_step)

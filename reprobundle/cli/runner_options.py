@@ -12,7 +12,9 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["server_options"]
+from bundler.errors import UsageError
+
+__all__ = ["pairs", "server_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -59,3 +61,14 @@ def server_options(f: F) -> F:
     for option in reversed(_OPTIONS):
         f = option(f)
     return f
+
+
+def pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
+    """Repeated ``option NAME=VALUE`` values as a dict; a malformed one is a usage error."""
+    out = {}
+    for v in values:
+        name, sep, rest = v.partition("=")
+        if not sep or not name or not rest:
+            raise UsageError(f"{option} {v!r}: expected NAME=VALUE")
+        out[name] = rest
+    return out
