@@ -19,6 +19,7 @@ caller runs the per-row path, which names the file, line and field of every prob
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import os
 import re
 from collections.abc import Callable
@@ -49,6 +50,7 @@ __all__ = [
     "UnknownColumn",
     "per_row_forced",
     "read_columnar",
+    "read_jsonl_block",
     "to_bundle_table",
 ]
 
@@ -439,6 +441,24 @@ def read_columnar(  # noqa: PLR0911
         return _read_csv(data, plan)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeError):
         return None
+
+
+def read_jsonl_block(data: bytes, name: str, first_line: int) -> ColumnTable | None:
+    """One block of a JSON Lines table file (whole lines, starting at line ``first_line``),
+    read and checked as :func:`read_columnar` reads a whole file, or None to go per-row.
+
+    Every check of a whole file holds line by line, so a file read block by block is
+    accepted exactly when each of its blocks is (a streamed seal,
+    ``bundler/campaign/stream.py``).
+    """
+    plan = _plan(name)
+    if plan is None or not _text_ok(data):
+        return None
+    try:
+        ct = _read_jsonl(data, plan)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeError):
+        return None
+    return None if ct is None else dataclasses.replace(ct, first_line=first_line)
 
 
 ArrowScrub = Callable[[str, "pa.Array[Any]"], "pa.Array[Any]"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import io
+import mmap
 import os
 import stat
 import tarfile
@@ -30,7 +31,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import zstandard
 
@@ -249,25 +250,48 @@ def _tarinfo(name: str, size: int) -> tarfile.TarInfo:
     return ti
 
 
-def write_container(
-    out: BinaryIO, members: Iterable[tuple[str, bytes]], *, workers: int = ZSTD_WORKERS
-) -> None:
-    """Write ``members`` (name, bytes), in the order given, as a tar+zstd bundle.
-
-    ``workers``: zstd threads (:data:`ZSTD_WORKERS`: 0, single-threaded; any count of 1
-    or more writes the same bytes as any other such count).
-    """
-    raw = io.BytesIO()
+def _write_tar(raw: BinaryIO, members: Iterable[tuple[str, bytes | Path]]) -> None:
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for name, data in members:
             check = member_name_problem(name)
             if check:
                 raise ValueError(f"refusing to write member {name!r}: {check}")
-            tar.addfile(_tarinfo(name, len(data)), io.BytesIO(data))
+            if isinstance(data, Path):
+                with data.open("rb") as fh:
+                    tar.addfile(_tarinfo(name, os.fstat(fh.fileno()).st_size), fh)
+            else:
+                tar.addfile(_tarinfo(name, len(data)), io.BytesIO(data))
+
+
+def write_container(
+    out: BinaryIO, members: Iterable[tuple[str, bytes | Path]], *, workers: int = ZSTD_WORKERS
+) -> None:
+    """Write ``members`` (name, bytes or a file holding them), in the order given, as a
+    tar+zstd bundle.
+
+    ``workers``: zstd threads (:data:`ZSTD_WORKERS`: 0, single-threaded; any count of 1
+    or more writes the same bytes as any other such count).
+    """
+    members = list(members)
     cctx = zstandard.ZstdCompressor(
         level=ZSTD_LEVEL, threads=workers, write_checksum=True, write_content_size=True
     )
-    out.write(cctx.compress(raw.getbuffer()))
+    if all(isinstance(data, bytes) for _, data in members):
+        raw = io.BytesIO()
+        _write_tar(raw, members)
+        out.write(cctx.compress(raw.getbuffer()))
+        return
+    # A member in a file (a streamed table) is too large to hold twice: the tar goes to
+    # a temporary file, compressed in one call from a read-only mapping. zstd's streaming
+    # API writes other bytes than one-shot compression, so the frame is one-shot as above.
+    with tempfile.TemporaryFile(prefix="reprobundle-tar-") as spool:
+        _write_tar(cast(BinaryIO, spool), members)
+        spool.flush()
+        with (
+            mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ) as view,
+            memoryview(view) as mv,
+        ):
+            out.write(cctx.compress(mv))
 
 
 def member_name_problem(name: str) -> str | None:  # noqa: PLR0911
