@@ -34,19 +34,24 @@ def _same_environment() -> None:
         pytest.skip(f"vectors were made with {recorded}, this is {environment()}")
 
 
+@pytest.mark.parametrize("block", [700, 50])
 @pytest.mark.parametrize(
     ("vector", "rows"), [("mini.bundle", receipts), ("extra.bundle", extra_receipts)]
 )
-def test_streamed_seal_writes_the_vector(tmp_path: Path, vector: str, rows: Any) -> None:
-    """Read in blocks of a few lines, the vectors' campaigns seal to the vectors' bytes."""
+def test_streamed_seal_writes_the_vector(
+    tmp_path: Path, vector: str, rows: Any, block: int
+) -> None:
+    """Read in blocks of a few lines (or of less than a line: lines longer than a block),
+    the vectors' campaigns seal to the vectors' bytes."""
     _same_environment()
+    limits = StreamLimits(min_bytes=0, block_bytes=block)
     camp = write_campaign(tmp_path / "c", **{"receipts.jsonl": rows()})
     assert (camp / "receipts.jsonl").stat().st_size > 2 * SMALL_BLOCKS.block_bytes
-    loaded, problems = load_campaign(camp, columnar=True, stream=SMALL_BLOCKS)
+    loaded, problems = load_campaign(camp, columnar=True, stream=limits)
     assert not problems
     assert "receipts" in loaded.streamed  # the streamed path, not the whole read
     out = tmp_path / "s.bundle"
-    seal_campaign(camp, out, keys=[AUTHOR], stream=SMALL_BLOCKS)
+    seal_campaign(camp, out, keys=[AUTHOR], stream=limits)
     assert out.read_bytes() == (VECTORS / vector).read_bytes()
 
 

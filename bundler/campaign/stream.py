@@ -100,7 +100,8 @@ class StreamedTable:
             tree.files[self.rel] = self.identity
             with os.fdopen(tree.open(self.rel), "rb") as fh:
                 for line, data in _blocks(fh, self.limits.block_bytes, digest):
-                    ct = read_jsonl_block(data, self.name, line)
+                    # Nothing read here is kept unless the digest below matches.
+                    ct = read_jsonl_block(data, self.name, line, again=True)
                     if ct is None:
                         raise self._changed()
                     yield ct
@@ -120,14 +121,14 @@ def _blocks(fh: BinaryIO, size: int, digest: Any) -> Iterator[tuple[int, bytes]]
     line = 1
     while chunk := fh.read(size):
         digest.update(chunk)
-        data = carry + chunk if carry else chunk
-        cut = data.rfind(b"\n") + 1
+        cut = chunk.rfind(b"\n") + 1
         if cut == 0:
-            carry = data  # a line longer than a block: read on
+            carry += chunk  # a line longer than a block: read on
             continue
-        carry = data[cut:]
-        yield line, data[:cut]
-        line += data.count(b"\n", 0, cut)
+        block = carry + chunk[:cut] if carry else chunk[:cut]
+        carry = chunk[cut:]
+        yield line, block
+        line += block.count(b"\n")
     if carry:
         yield line, carry
 
