@@ -11,6 +11,7 @@ import re
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, cast
@@ -113,20 +114,20 @@ def parquet_bytes(table: pa.Table, row_group_size: int | None = None) -> bytes:
     return buf.getvalue()
 
 
-Member = tuple[str, "bytes | Path", str]
-"""(name, content or the file holding it, role)."""
+Member = tuple[str, "bytes | BinaryIO", str]
+"""(name, content or an unnamed temporary file holding it, role)."""
 
 
-def _digest(data: bytes | Path) -> tuple[str, int]:
+def _digest(data: bytes | BinaryIO) -> tuple[str, int]:
     """SHA-256 and size of a member's content."""
     if isinstance(data, bytes):
         return hashlib.sha256(data).hexdigest(), len(data)
     h = hashlib.sha256()
     size = 0
-    with data.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-            size += len(chunk)
+    data.seek(0)
+    while chunk := data.read(1 << 20):
+        h.update(chunk)
+        size += len(chunk)
     return h.hexdigest(), size
 
 
@@ -370,8 +371,9 @@ def _stream_needs_rows(st: StreamedTable, san: Sanitizer) -> bool:
     return len(changing) > 1
 
 
-def _streamed_member(name: str, st: StreamedTable, san: Sanitizer, tmp: Path) -> Member:
-    """The Parquet member of a streamed table, written to a file under ``tmp``.
+def _streamed_member(name: str, st: StreamedTable, san: Sanitizer, files: ExitStack) -> Member:
+    """The Parquet member of a streamed table, written to an unnamed temporary file (gone
+    when ``files`` closes, or with the process, however it ends).
 
     The sanitizer first sees each column's picked values as a whole-column scrub would
     (same pseudonym numbers, same counts), then scrubs the blocks as they are written.
@@ -379,7 +381,9 @@ def _streamed_member(name: str, st: StreamedTable, san: Sanitizer, tmp: Path) ->
     member = f"tables/{name}.parquet"
     for fname, picked in st.picked.items():
         san.prime_column(picked, member, fname)
-    out = tmp / f"{name}.parquet"
+    # Closed (and gone) with `files`, once the bundle is written.
+    spool = tempfile.TemporaryFile(prefix="reprobundle-")  # noqa: SIM115
+    out = cast(BinaryIO, files.enter_context(spool))
     options = {k: v for k, v in PARQUET_OPTIONS.items() if k != "row_group_size"}
     write_parquet(st, san, out, options)
     return member, out, "table"
@@ -400,7 +404,7 @@ def _column_member(
 def _table_members(  # noqa: PLR0917
     camp: Campaign,
     san: Sanitizer,
-    tmp: Path,
+    files: ExitStack,
     row_group_size: int | None,
     members: list[Member],
     counts: dict[str, int],
@@ -409,7 +413,7 @@ def _table_members(  # noqa: PLR0917
     problems: list[Problem] = []
     for name in TABLE_NAMES:
         if (st := camp.streamed.get(name)) is not None:
-            members.append(_streamed_member(name, st, san, tmp))
+            members.append(_streamed_member(name, st, san, files))
             counts[name] = st.num_rows
             continue
         if (ct := camp.columns.get(name)) is not None:
@@ -429,7 +433,11 @@ def _table_members(  # noqa: PLR0917
 
 
 def _members(
-    camp: Campaign, doc: dict[str, Any], san: Sanitizer, tmp: Path, row_group_size: int | None
+    camp: Campaign,
+    doc: dict[str, Any],
+    san: Sanitizer,
+    files: ExitStack,
+    row_group_size: int | None,
 ) -> tuple[list[Member], dict[str, int], list[Finding], list[Problem]]:
     members: list[Member] = []
     problems: list[Problem] = []
@@ -442,7 +450,7 @@ def _members(
         else:
             members.append(("scorer.json", jcs.dumps(scorer), "document"))
     counts: dict[str, int] = {}
-    problems += _table_members(camp, san, tmp, row_group_size, members, counts)
+    problems += _table_members(camp, san, files, row_group_size, members, counts)
     # Logs: everything under logs/, and text logs anywhere else (carried under files/).
     logs = [(rel, rel, data) for rel, data in camp.logs.items()]
     logs += [(rel, f"files/{rel}", d) for rel, d in camp.files.items() if _LOG_NAME.search(rel)]
@@ -547,9 +555,9 @@ def seal_campaign(
             f"{campaign_dir}: {len(all_p)} problem(s); nothing written", all_p
         ) from exc
     # A streamed table's member is written to a file here, gone once the bundle is.
-    with tempfile.TemporaryDirectory(prefix="reprobundle-seal-") as tmp:
+    with ExitStack() as files:
         members, counts, findings, mem_problems = _members(
-            camp, scrubbed_doc, san, Path(tmp), row_group_size
+            camp, scrubbed_doc, san, files, row_group_size
         )
         _scrub_externals(external, san)
         if name_problems or ext_problems or mem_problems:

@@ -250,24 +250,26 @@ def _tarinfo(name: str, size: int) -> tarfile.TarInfo:
     return ti
 
 
-def _write_tar(raw: BinaryIO, members: Iterable[tuple[str, bytes | Path]]) -> None:
+def _write_tar(raw: BinaryIO, members: Iterable[tuple[str, bytes | BinaryIO]]) -> None:
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for name, data in members:
             check = member_name_problem(name)
             if check:
                 raise ValueError(f"refusing to write member {name!r}: {check}")
-            if isinstance(data, Path):
-                with data.open("rb") as fh:
-                    tar.addfile(_tarinfo(name, os.fstat(fh.fileno()).st_size), fh)
+            if not isinstance(data, bytes):
+                data.seek(0, os.SEEK_END)
+                size = data.tell()
+                data.seek(0)
+                tar.addfile(_tarinfo(name, size), data)
             else:
                 tar.addfile(_tarinfo(name, len(data)), io.BytesIO(data))
 
 
 def write_container(
-    out: BinaryIO, members: Iterable[tuple[str, bytes | Path]], *, workers: int = ZSTD_WORKERS
+    out: BinaryIO, members: Iterable[tuple[str, bytes | BinaryIO]], *, workers: int = ZSTD_WORKERS
 ) -> None:
-    """Write ``members`` (name, bytes or a file holding them), in the order given, as a
-    tar+zstd bundle.
+    """Write ``members`` (name, bytes or a seekable file holding them, read from its
+    start), in the order given, as a tar+zstd bundle.
 
     ``workers``: zstd threads (:data:`ZSTD_WORKERS`: 0, single-threaded; any count of 1
     or more writes the same bytes as any other such count).
