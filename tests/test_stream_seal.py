@@ -144,3 +144,35 @@ def test_a_bad_value_in_a_late_block_is_located_per_row(
     assert {(rec, f) for _, rec, f, _ in found} == {("line 58", "e2e_s")}
     monkeypatch.setenv(PER_ROW_ENV, "1")
     assert _problems(camp, tmp_path, SMALL_BLOCKS) == found
+
+
+def test_a_receipts_file_changed_between_the_two_reads_stops_the_seal(tmp_path: Path) -> None:
+    """Rewritten in place (same file, same size) after it was checked and before it is
+    written: the second read's digest differs, the seal stops, nothing is written."""
+    row = {"path": "media/a.mp4", "kind": "media", "availability": "with the author"}
+    camp = write_campaign(
+        tmp_path / "c",
+        **{
+            "receipts.jsonl": _many_receipts(60),
+            "media/a.mp4": b"honest media",
+            "artifacts.jsonl": [row],
+        },
+    )
+    path = camp / "receipts.jsonl"
+    text = path.read_bytes()
+    at = text.rindex(b'"e2e_s": ') + len(b'"e2e_s": ')
+    changed = text[:at] + (b"7" if text[at : at + 1] != b"7" else b"8") + text[at + 1 :]
+
+    def rewrite(stage: str, done: int, total: int) -> None:
+        # Seal hashes external artifacts after reading the campaign, before the tables.
+        if stage == "hash":
+            with path.open("r+b") as fh:
+                fh.write(changed)
+
+    out = tmp_path / "x.bundle"
+    with pytest.raises(CampaignError) as err:
+        seal_campaign(camp, out, progress=rewrite, stream=SMALL_BLOCKS)
+    assert [(p.where, p.message) for p in err.value.problems] == [
+        ("receipts.jsonl", "changed while being sealed (read twice)")
+    ]
+    assert not out.exists()
