@@ -253,9 +253,7 @@ def _duplicates(st: StreamedTable, colliding: np.ndarray[Any, Any]) -> list[Prob
     ]
 
 
-def write_parquet(
-    st: StreamedTable, san: Sanitizer, out: BinaryIO, options: dict[str, Any]
-) -> None:
+def write_parquet(st: StreamedTable, san: Sanitizer, out: Path, options: dict[str, Any]) -> None:
     """Pass 2: the table's Parquet member into ``out``, scrubbed, row group by row group.
 
     ``san`` must have been primed with ``st.picked`` (:meth:`Sanitizer.prime_column`);
@@ -269,7 +267,7 @@ def write_parquet(
     rows = st.limits.row_group_rows
     pending: list[pa.Table] = []
     held = 0
-    with pq.ParquetWriter(out, arrow_schema(st.name), **options) as writer:
+    with pq.ParquetWriter(str(out), arrow_schema(st.name), **options) as writer:
         for ct in st.blocks():
             part = to_bundle_table(st.name, ct, scrub=scrub)
             pending.append(part)
