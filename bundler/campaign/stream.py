@@ -280,3 +280,7 @@ def write_parquet(st: StreamedTable, san: Sanitizer, out: Path, options: dict[st
                 held -= rows
         if held:
             writer.write_table(pa.concat_tables(pending).combine_chunks(), row_group_size=rows)
+    pending.clear()
+    # Arrow's allocator keeps freed row groups for reuse; the container, written next,
+    # needs the room (10M seed rows: the seal's peak is at its end).
+    pa.default_memory_pool().release_unused()

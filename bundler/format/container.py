@@ -293,6 +293,8 @@ def write_container(
             mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ) as view,
             memoryview(view) as mv,
         ):
+            # Read once, front to back: the kernel may drop pages already compressed.
+            view.madvise(mmap.MADV_SEQUENTIAL)
             out.write(cctx.compress(mv))
 
 
