@@ -146,9 +146,13 @@ def test_a_bad_value_in_a_late_block_is_located_per_row(
     assert _problems(camp, tmp_path, SMALL_BLOCKS) == found
 
 
-def test_a_receipts_file_changed_between_the_two_reads_stops_the_seal(tmp_path: Path) -> None:
-    """Rewritten in place (same file, same size) after it was checked and before it is
-    written: the second read's digest differs, the seal stops, nothing is written."""
+@pytest.mark.parametrize("how", ["in place", "replaced"])
+def test_a_receipts_file_changed_between_the_two_reads_stops_the_seal(
+    tmp_path: Path, how: str
+) -> None:
+    """Rewritten in place (same file, same size: the second read's digest differs) or
+    replaced by another file after it was checked and before it is written: the seal
+    stops, nothing is written."""
     row = {"path": "media/a.mp4", "kind": "media", "availability": "with the author"}
     camp = write_campaign(
         tmp_path / "c",
@@ -165,9 +169,12 @@ def test_a_receipts_file_changed_between_the_two_reads_stops_the_seal(tmp_path: 
 
     def rewrite(stage: str, done: int, total: int) -> None:
         # Seal hashes external artifacts after reading the campaign, before the tables.
-        if stage == "hash":
+        if stage == "hash" and how == "in place":
             with path.open("r+b") as fh:
                 fh.write(changed)
+        elif stage == "hash":
+            (camp / "new.tmp").write_bytes(changed)
+            (camp / "new.tmp").replace(path)
 
     out = tmp_path / "x.bundle"
     with pytest.raises(CampaignError) as err:

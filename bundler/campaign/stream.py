@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from bundler._internal.confined import ConfinedTree, FileIdentity
+from bundler._internal.confined import ChangedFileError, ConfinedTree, FileIdentity
 from bundler.campaign.columnar import (
     JSON_BLOCK_BYTES,
     ColumnTable,
@@ -98,7 +98,11 @@ class StreamedTable:
         digest = hashlib.sha256()
         with ConfinedTree(self.root) as tree:
             tree.files[self.rel] = self.identity
-            with os.fdopen(tree.open(self.rel), "rb") as fh:
+            try:
+                fd = tree.open(self.rel)
+            except (ChangedFileError, OSError):
+                raise self._changed() from None  # replaced, removed, now a link
+            with os.fdopen(fd, "rb") as fh:
                 for line, data in _blocks(fh, self.limits.block_bytes, digest):
                     # Nothing read here is kept unless the digest below matches.
                     ct = read_jsonl_block(data, self.name, line, again=True)
