@@ -84,9 +84,15 @@ def note(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def _hexes(rng: np.random.Generator, n: int) -> list[str]:
-    text = rng.bytes(32 * n).hex()
-    return [text[k : k + 64] for k in range(0, 64 * n, 64)]
+class _Hexes:
+    """``n`` random SHA-256-like hex digests, made one at a time from the raw bytes
+    (10M as Python strings would hold ~1 GiB in the generator)."""
+
+    def __init__(self, raw: bytes) -> None:
+        self._raw = raw
+
+    def __getitem__(self, i: int) -> str:
+        return self._raw[32 * i : 32 * i + 32].hex()
 
 
 def reshape(csv_path: Path, out: Path, fmt: str, shape: str) -> None:
@@ -96,10 +102,12 @@ def reshape(csv_path: Path, out: Path, fmt: str, shape: str) -> None:
     """
     rng = np.random.default_rng(7)
     with csv_path.open(encoding="utf-8") as src:
-        src.readline()
-        cells = [line.rstrip("\n").split(",") for line in src]
-    n = len(cells)
-    shas = _hexes(rng, n) if shape != "exact" else []
+        n = sum(1 for _ in src) - 1
+    # Rows are read again one at a time (10M rows as lists of cells would need ~7 GiB).
+    src = csv_path.open(encoding="utf-8")
+    src.readline()
+    cells = (line.rstrip("\n").split(",") for line in src)
+    shas = _Hexes(rng.bytes(32 * n) if shape != "exact" else b"")
     tokens = rng.integers(1, 4000, n).tolist()
     names = ["request_id", "attempt_id", "arm", "server", "phase", "seq", "start", "end"]
     names += ["e2e_s", "status"]
@@ -122,9 +130,10 @@ def reshape(csv_path: Path, out: Path, fmt: str, shape: str) -> None:
                 f'"end": "{c[7]}", "e2e_s": {c[8]}, "status": "{c[9]}"'
             )
             fh.write(head + _json_tail(shape, i, shas, tokens) + "}\n")
+    src.close()
 
 
-def _json_tail(shape: str, i: int, shas: list[str], tokens: list[int]) -> str:
+def _json_tail(shape: str, i: int, shas: _Hexes, tokens: list[int]) -> str:
     if shape == "exact":
         return ""
     tail = (
@@ -139,7 +148,7 @@ def _json_tail(shape: str, i: int, shas: list[str], tokens: list[int]) -> str:
     return tail + f', "trace_id": "t{i:x}-{shas[i][:8]}"'
 
 
-def _csv_tail(shape: str, i: int, shas: list[str], tokens: list[int]) -> str:
+def _csv_tail(shape: str, i: int, shas: _Hexes, tokens: list[int]) -> str:
     if shape == "exact":
         return ""
     tail = f",,200,{shas[i]},"

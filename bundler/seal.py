@@ -8,8 +8,10 @@ import io
 import json
 import platform
 import re
+import tempfile
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, cast
@@ -33,6 +35,7 @@ from bundler.campaign.sanitize import (
     Sanitizer,
 )
 from bundler.campaign.sanitize_rules import is_secret_name
+from bundler.campaign.stream import StreamedTable, StreamLimits, write_parquet
 from bundler.errors import CampaignError, Problem, UsageError
 from bundler.format.container import write_container
 from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
@@ -98,11 +101,34 @@ def environment() -> dict[str, str]:
     }
 
 
-def parquet_bytes(table: pa.Table) -> bytes:
-    """Serialize ``table`` as a Parquet file with the bundle's fixed options."""
+def parquet_bytes(table: pa.Table, row_group_size: int | None = None) -> bytes:
+    """Serialize ``table`` as a Parquet file with the bundle's fixed options.
+
+    ``row_group_size`` (tests only) replaces the options' row group size.
+    """
     buf = io.BytesIO()
-    pq.write_table(table, buf, **PARQUET_OPTIONS)
+    options = dict(PARQUET_OPTIONS)
+    if row_group_size is not None:
+        options["row_group_size"] = row_group_size
+    pq.write_table(table, buf, **options)
     return buf.getvalue()
+
+
+Member = tuple[str, "bytes | BinaryIO", str]
+"""(name, content or a temporary file holding it, role)."""
+
+
+def _digest(data: bytes | BinaryIO) -> tuple[str, int]:
+    """SHA-256 and size of a member's content."""
+    if isinstance(data, bytes):
+        return hashlib.sha256(data).hexdigest(), len(data)
+    h = hashlib.sha256()
+    size = 0
+    data.seek(0)
+    while chunk := data.read(1 << 20):
+        h.update(chunk)
+        size += len(chunk)
+    return h.hexdigest(), size
 
 
 class _Counter:
@@ -333,20 +359,88 @@ def _needs_rows(ct: ColumnTable, san: Sanitizer) -> bool:
     return len(changing) > 1
 
 
-def _column_member(name: str, ct: ColumnTable, san: Sanitizer) -> tuple[str, bytes, str]:
+def _stream_needs_rows(st: StreamedTable, san: Sanitizer) -> bool:
+    """:func:`_needs_rows` for a streamed table, from the values its survey picked."""
+    if any(san.would_change(u) for u in st.unknown):
+        return True
+    changing = [
+        f
+        for f, picked in st.picked.items()
+        if f.startswith(f"{EXTRA_COLUMN}.") and any(san.would_change(t) for t in picked)
+    ]
+    return len(changing) > 1
+
+
+def _streamed_member(name: str, st: StreamedTable, san: Sanitizer, files: ExitStack) -> Member:
+    """The Parquet member of a streamed table, written to a temporary file (removed when
+    ``files`` closes).
+
+    The sanitizer first sees each column's picked values as a whole-column scrub would
+    (same pseudonym numbers, same counts), then scrubs the blocks as they are written.
+    """
+    member = f"tables/{name}.parquet"
+    for fname, picked in st.picked.items():
+        san.prime_column(picked, member, fname)
+    # Removed with `files`, once the bundle is written. Arrow writes it by name (its own
+    # file output, no Python call per page).
+    spool = tempfile.NamedTemporaryFile(prefix="reprobundle-", suffix=".parquet")  # noqa: SIM115
+    out = cast(BinaryIO, files.enter_context(spool))
+    options = {k: v for k, v in PARQUET_OPTIONS.items() if k != "row_group_size"}
+    write_parquet(st, san, Path(spool.name), options)
+    return member, out, "table"
+
+
+def _column_member(
+    name: str, ct: ColumnTable, san: Sanitizer, row_group_size: int | None = None
+) -> Member:
     """The Parquet member of a table read column-wise, scrubbed column by column."""
     member = f"tables/{name}.parquet"
 
     def scrub(field_name: str, arr: pa.Array[Any]) -> pa.Array[Any]:
         return san.scrub_arrow(arr, member, field_name)
 
-    return member, parquet_bytes(to_bundle_table(name, ct, scrub=scrub)), "table"
+    return member, parquet_bytes(to_bundle_table(name, ct, scrub=scrub), row_group_size), "table"
+
+
+def _table_members(  # noqa: PLR0917
+    camp: Campaign,
+    san: Sanitizer,
+    files: ExitStack,
+    row_group_size: int | None,
+    members: list[Member],
+    counts: dict[str, int],
+) -> list[Problem]:
+    """Each table's Parquet member into ``members``, its row count into ``counts``."""
+    problems: list[Problem] = []
+    for name in TABLE_NAMES:
+        if (st := camp.streamed.get(name)) is not None:
+            members.append(_streamed_member(name, st, san, files))
+            counts[name] = st.num_rows
+            continue
+        if (ct := camp.columns.get(name)) is not None:
+            members.append(_column_member(name, ct, san, row_group_size))
+            counts[name] = ct.num_rows
+            continue
+        rows, key_problems = _scrub_unknown_keys(camp, name, san)
+        problems += key_problems
+        try:
+            table = rows_to_table(name, rows, scrub=_table_scrubber(name, san))
+        except SanitizeError as exc:
+            problems.append(Problem(exc.member, None, exc.field, exc.message))
+            continue
+        members.append((f"tables/{name}.parquet", parquet_bytes(table, row_group_size), "table"))
+        counts[name] = len(rows)
+    return problems
 
 
 def _members(
-    camp: Campaign, doc: dict[str, Any], san: Sanitizer
-) -> tuple[list[tuple[str, bytes, str]], dict[str, int], list[Finding], list[Problem]]:
-    members: list[tuple[str, bytes, str]] = []
+    camp: Campaign,
+    doc: dict[str, Any],
+    san: Sanitizer,
+    files: ExitStack,
+    row_group_size: int | None,
+) -> tuple[list[Member], dict[str, int], list[Finding], list[Problem]]:
+    members: list[Member] = []
     problems: list[Problem] = []
     members.append(("campaign.json", jcs.dumps(doc), "document"))
     if camp.scorer is not None:
@@ -357,20 +451,7 @@ def _members(
         else:
             members.append(("scorer.json", jcs.dumps(scorer), "document"))
     counts: dict[str, int] = {}
-    for name in TABLE_NAMES:
-        if (ct := camp.columns.get(name)) is not None:
-            members.append(_column_member(name, ct, san))
-            counts[name] = ct.num_rows
-            continue
-        rows, key_problems = _scrub_unknown_keys(camp, name, san)
-        problems += key_problems
-        try:
-            table = rows_to_table(name, rows, scrub=_table_scrubber(name, san))
-        except SanitizeError as exc:
-            problems.append(Problem(exc.member, None, exc.field, exc.message))
-            continue
-        members.append((f"tables/{name}.parquet", parquet_bytes(table), "table"))
-        counts[name] = len(rows)
+    problems += _table_members(camp, san, files, row_group_size, members, counts)
     # Logs: everything under logs/, and text logs anywhere else (carried under files/).
     logs = [(rel, rel, data) for rel, data in camp.logs.items()]
     logs += [(rel, f"files/{rel}", d) for rel, d in camp.files.items() if _LOG_NAME.search(rel)]
@@ -425,6 +506,7 @@ def seal_campaign(
     jobs: int | None = None,
     progress: Progress | None = None,
     force: bool = False,
+    stream: StreamLimits | None = None,
 ) -> SealResult:
     """Seal ``campaign_dir`` into the bundle ``output``, signed by each of ``keys``.
 
@@ -432,6 +514,8 @@ def seal_campaign(
     The output is written atomically: if anything fails, no file appears.
     External artifacts are looked up under ``artifact_dirs`` then the campaign
     directory, hashed in parallel and compared with any recorded digest.
+    A large JSON Lines receipts file is sealed in blocks (``stream``, by default
+    :class:`StreamLimits`; its ``row_group_rows`` then applies to every table, tests only).
     """
     campaign_dir = Path(campaign_dir)
     output = Path(output)
@@ -440,7 +524,9 @@ def seal_campaign(
     if output.resolve().is_relative_to(campaign_dir.resolve()):
         raise UsageError(f"{output}: the bundle must not be written inside the campaign directory")
     # Large tables are read column-wise; the env switch keeps the per-row path for benchmarks.
-    camp, problems = load_campaign(campaign_dir, columnar=not per_row_forced())
+    limits = stream or StreamLimits(row_group_rows=PARQUET_OPTIONS["row_group_size"])
+    row_group_size = None if stream is None else stream.row_group_rows
+    camp, problems = load_campaign(campaign_dir, columnar=not per_row_forced(), stream=limits)
     plan_warnings: list[Problem] = []
     if camp.plan is not None and not problems:
         blocking, plan_warnings = seal_plan_findings(
@@ -451,9 +537,10 @@ def seal_campaign(
         raise CampaignError(
             f"{campaign_dir}: {len(problems)} problem(s); nothing written", problems
         )
-    rules = camp.doc.get("sanitize", {})
-    san = Sanitizer(rules.get("hostnames", []), keep_hosts=rules.get("keep_hosts", []))
-    if any(_needs_rows(ct, san) for ct in camp.columns.values()):
+    san = Sanitizer.for_campaign(camp.doc)
+    if any(_needs_rows(ct, san) for ct in camp.columns.values()) or any(
+        _stream_needs_rows(st, san) for st in camp.streamed.values()
+    ):
         camp, problems = load_campaign(campaign_dir, columnar=False)
         if problems:  # the folder changed under us since the first read
             raise CampaignError(
@@ -468,47 +555,54 @@ def seal_campaign(
         raise CampaignError(
             f"{campaign_dir}: {len(all_p)} problem(s); nothing written", all_p
         ) from exc
-    members, counts, findings, mem_problems = _members(camp, scrubbed_doc, san)
-    _scrub_externals(external, san)
-    if name_problems or ext_problems or mem_problems:
-        all_p = name_problems + ext_problems + mem_problems
-        raise CampaignError(f"{campaign_dir}: {len(all_p)} problem(s); nothing written", all_p)
+    # A streamed table's member is written to a file here, gone once the bundle is.
+    with ExitStack() as files:
+        members, counts, findings, mem_problems = _members(
+            camp, scrubbed_doc, san, files, row_group_size
+        )
+        _scrub_externals(external, san)
+        if name_problems or ext_problems or mem_problems:
+            all_p = name_problems + ext_problems + mem_problems
+            raise CampaignError(f"{campaign_dir}: {len(all_p)} problem(s); nothing written", all_p)
 
-    listed = [
-        {"path": name, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data), "role": role}
-        for name, data, role in members
-    ]
-    arms = [{k: a.get(k) for k in ("id", "role", "runtime_commit")} for a in scrubbed_doc["arms"]]
-    summary = {
-        "id": camp.doc["id"],
-        "title": scrubbed_doc["title"],
-        "kind": camp.doc["kind"],
-        "arms": arms,
-    }
-    finding_rows = [{"member": f.member, "line": f.line, "rule": f.rule} for f in findings]
-    manifest = build_manifest(
-        campaign=summary,
-        members=listed,
-        tables=counts,
-        external=external,
-        sanitization=san.report(),
-        findings=finding_rows,
-        environment=environment(),
-        rules_version=RULES_VERSION,
-    )
-    msha = hashlib.sha256(manifest).hexdigest()
-    statement = build_statement(manifest, msha, Manifest.from_dict(json.loads(manifest)))
-    envelope = sign_payload(statement, list(keys), INTOTO_PAYLOAD_TYPE)
-    ordered = [
-        (MANIFEST_NAME, manifest),
-        *((n, d) for n, d, _ in members),
-        (ENVELOPE_NAME, envelope.to_bytes()),
-    ]
-    total = len(ordered)
-    # Hash what we write, never re-read the path: another seal may replace it (--force).
-    with atomic_output(output, replace=force) as fh:
-        tee = _HashingWriter(fh)
-        write_container(cast(BinaryIO, tee), ordered)
+        listed = [
+            {"path": name, "sha256": sha, "size": size, "role": role}
+            for name, data, role in members
+            for sha, size in [_digest(data)]
+        ]
+        arms = [
+            {k: a.get(k) for k in ("id", "role", "runtime_commit")} for a in scrubbed_doc["arms"]
+        ]
+        summary = {
+            "id": camp.doc["id"],
+            "title": scrubbed_doc["title"],
+            "kind": camp.doc["kind"],
+            "arms": arms,
+        }
+        finding_rows = [{"member": f.member, "line": f.line, "rule": f.rule} for f in findings]
+        manifest = build_manifest(
+            campaign=summary,
+            members=listed,
+            tables=counts,
+            external=external,
+            sanitization=san.report(),
+            findings=finding_rows,
+            environment=environment(),
+            rules_version=RULES_VERSION,
+        )
+        msha = hashlib.sha256(manifest).hexdigest()
+        statement = build_statement(manifest, msha, Manifest.from_dict(json.loads(manifest)))
+        envelope = sign_payload(statement, list(keys), INTOTO_PAYLOAD_TYPE)
+        ordered = [
+            (MANIFEST_NAME, manifest),
+            *((n, d) for n, d, _ in members),
+            (ENVELOPE_NAME, envelope.to_bytes()),
+        ]
+        total = len(ordered)
+        # Hash what we write, never re-read the path: another seal may replace it (--force).
+        with atomic_output(output, replace=force) as fh:
+            tee = _HashingWriter(fh)
+            write_container(cast(BinaryIO, tee), ordered)
     if progress:
         progress("write", total, total)
     return SealResult(

@@ -19,6 +19,7 @@ caller runs the per-row path, which names the file, line and field of every prob
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import os
 import re
 from collections.abc import Callable
@@ -49,6 +50,7 @@ __all__ = [
     "UnknownColumn",
     "per_row_forced",
     "read_columnar",
+    "read_jsonl_block",
     "to_bundle_table",
 ]
 
@@ -144,8 +146,13 @@ def _checked(
     columns: dict[str, pa.Array[Any]],
     plan: dict[str, tuple[dict[str, Any], list[str], bool]],
     n: int,
+    *,
+    again: bool = False,
 ) -> pa.Table | None:
-    """The typed table when every column satisfies the schema, else None."""
+    """The typed table when every column satisfies the schema, else None.
+
+    ``again`` (the same bytes, checked before): only what makes the values is done.
+    """
     out: dict[str, pa.Array[Any]] = {}
     for field, (prop, kinds, required) in plan.items():
         arr = columns.get(field)
@@ -155,14 +162,14 @@ def _checked(
             # Missing and null look alike once read; the per-row path tells them apart.
             return None
         if pa.types.is_string(arr.type):
-            if not strings_ok(arr, prop):
+            if not again and not strings_ok(arr, prop):
                 return None
             if prop.get("format") == "date-time":
                 try:
                     arr = timestamps_ns(arr)
                 except (pa.ArrowInvalid, OverflowError):
                     return None
-        elif not numbers_ok(arr, prop, kinds):
+        elif not again and not numbers_ok(arr, prop, kinds):
             return None
         out[field] = arr
     return pa.table(out)
@@ -315,7 +322,7 @@ def _unknown_ok(arr: pa.Array[Any]) -> bool:
 
 
 def _read_jsonl(  # noqa: PLR0911
-    data: bytes, plan: dict[str, tuple[dict[str, Any], list[str], bool]]
+    data: bytes, plan: dict[str, tuple[dict[str, Any], list[str], bool]], *, again: bool = False
 ) -> ColumnTable | None:
     # One object per line, no blank lines: then row i is line i + 1, as the per-row path
     # counts. Two objects on one line give more rows than lines (checked after reading).
@@ -340,12 +347,12 @@ def _read_jsonl(  # noqa: PLR0911
     del table  # the chunks now live only in `chunked`, which _contiguous empties
     columns = _contiguous(names, chunked)
     extra = {f.name: columns.pop(f.name) for f in unknown}
-    if not all(_unknown_ok(a) for a in extra.values()):
+    if not again and not all(_unknown_ok(a) for a in extra.values()):
         return None
     present = _present(data, extra) if extra else {}
     if present is None:
         return None
-    checked = _checked(columns, plan, lines)
+    checked = _checked(columns, plan, lines, again=again)
     if checked is None:
         return None
     return ColumnTable(checked, 1, tuple(UnknownColumn(n, a, present[n]) for n, a in extra.items()))
@@ -439,6 +446,29 @@ def read_columnar(  # noqa: PLR0911
         return _read_csv(data, plan)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeError):
         return None
+
+
+def read_jsonl_block(
+    data: bytes, name: str, first_line: int, *, again: bool = False
+) -> ColumnTable | None:
+    """One block of a JSON Lines table file (whole lines, starting at line ``first_line``),
+    read and checked as :func:`read_columnar` reads a whole file, or None to go per-row.
+
+    Every check of a whole file holds line by line, so a file read block by block is
+    accepted exactly when each of its blocks is (a streamed seal,
+    ``bundler/campaign/stream.py``). ``again``: the block was accepted before and the
+    caller compares the file's digest with that read's before keeping anything, so
+    the checks that only decide *whether* the block is accepted (byte scans, column
+    constraints) are skipped; what makes the values (parse, nulls, timestamps) is not.
+    """
+    plan = _plan(name)
+    if plan is None or not (again or _text_ok(data)):
+        return None
+    try:
+        ct = _read_jsonl(data, plan, again=again)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeError):
+        return None
+    return None if ct is None else dataclasses.replace(ct, first_line=first_line)
 
 
 ArrowScrub = Callable[[str, "pa.Array[Any]"], "pa.Array[Any]"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 import stat
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ from bundler._internal.textsafe import safe
 from bundler._internal.userfile import open_user_file
 from bundler.campaign.columnar import ColumnTable, read_columnar
 from bundler.campaign.plan_slots import is_serving_plan
+from bundler.campaign.sanitize import Sanitizer
+from bundler.campaign.stream import STREAMED_TABLES, StreamedTable, StreamLimits, survey
 from bundler.errors import Problem, UsageError
 from bundler.format.container import member_name_problem
 from bundler.format.contract import TableView, cross_checks, name_problem
@@ -62,6 +65,9 @@ class Campaign:
     columns: dict[str, ColumnTable] = field(default_factory=dict)
     """Tables read column-wise (``load_campaign(columnar=True)``); their ``tables`` entry is
     empty."""
+    streamed: dict[str, StreamedTable] = field(default_factory=dict)
+    """Large tables checked block by block (``load_campaign(stream=...)``), written by seal
+    in a second pass; their ``tables`` entry is empty."""
     walked: dict[str, FileIdentity] = field(default_factory=dict)
     """Every regular file the walk found, with its identity: a later reader (seal hashing
     external artifacts kept in the campaign folder) must open these files and no others."""
@@ -353,13 +359,17 @@ def _walk(tree: ConfinedTree, problems: list[Problem]) -> list[str]:
     return sorted(out)
 
 
-def load_campaign(root: Path, *, columnar: bool = False) -> tuple[Campaign, list[Problem]]:
+def load_campaign(
+    root: Path, *, columnar: bool = False, stream: StreamLimits | None = None
+) -> tuple[Campaign, list[Problem]]:
     """Read and check the campaign at ``root``; return it with every problem found.
 
     With ``columnar``, a large table that passes the column-wise checks
     (:mod:`bundler.campaign.columnar`) is kept as Arrow columns in ``Campaign.columns``
     instead of row dicts; any other table, and any table with a problem, is
-    read row by row.
+    read row by row. With ``stream`` too, a JSON Lines receipts file of at least
+    ``stream.min_bytes`` is checked block by block and kept in ``Campaign.streamed``
+    (:mod:`bundler.campaign.stream`), unless a block is not sure: then per-row.
     """
     if not root.is_dir():
         return Campaign(root, {}), [Problem(str(root), None, None, "not a directory")]
@@ -370,10 +380,12 @@ def load_campaign(root: Path, *, columnar: bool = False) -> tuple[Campaign, list
             Problem(str(root), None, None, f"cannot read: {exc.strerror or exc}")
         ]
     with tree:
-        return _load(tree, columnar)
+        return _load(tree, columnar, stream if columnar else None)
 
 
-def _load(tree: ConfinedTree, columnar: bool) -> tuple[Campaign, list[Problem]]:
+def _load(
+    tree: ConfinedTree, columnar: bool, stream: StreamLimits | None
+) -> tuple[Campaign, list[Problem]]:
     """:func:`load_campaign` on the opened folder: every file read is a file walked."""
     problems: list[Problem] = []
     root = tree.root
@@ -390,7 +402,7 @@ def _load(tree: ConfinedTree, columnar: bool) -> tuple[Campaign, list[Problem]]:
             problems.append(Problem("campaign.json", None, *bad))
 
     claimed = {"campaign.json"}
-    _load_tables(tree, rels, camp, claimed, problems, columnar)
+    _load_tables(tree, rels, camp, claimed, problems, columnar, stream)
     _load_plans(tree, rels, camp, claimed, problems)
     if "scorer.json" in rels:
         claimed.add("scorer.json")
@@ -428,7 +440,9 @@ def _load_tables(  # noqa: PLR0917
     claimed: set[str],
     problems: list[Problem],
     columnar: bool,
+    stream: StreamLimits | None = None,
 ) -> None:
+    deferred: list[tuple[str, str]] = []
     for name in TABLE_NAMES:
         found = [f"{name}{ext}" for ext in _TABLE_EXTS if f"{name}{ext}" in rels]
         if len(found) > 1:
@@ -440,39 +454,110 @@ def _load_tables(  # noqa: PLR0917
             continue
         rel = found[0]
         claimed.update(found)
-        try:
-            data = _read_walked(tree, rel, problems)
-        except OSError as exc:
-            why = f"cannot read: {exc.strerror or exc}"
-            problems.append(Problem(rel, None, None, why))
-            data = None
-        if data is None:
-            camp.tables[name] = []
+        if stream is not None and _streamable(tree, name, rel, stream, problems):
+            # Checked once every other table is read: receipts refer to attempts.
+            deferred.append((name, rel))
             continue
-        # One read serves both paths: the column-wise reader parses these bytes too.
-        if columnar and (ct := read_columnar(tree.root / rel, name, data=data)) is not None:
-            camp.tables[name] = []
-            camp.columns[name] = ct
-            camp.table_files[name] = rel
-            continue
-        pairs = _read_table_rows(data, rel, name, problems)
-        labels = [label for label, _ in pairs]
-        rows = [row for _, row in pairs]
-        errs = check_rows(name, rows)
-        for e in errs[:_MAX_PROBLEMS_PER_FILE]:
-            problems.append(Problem(rel, labels[e.index], e.field, e.message))
-        if len(errs) > _MAX_PROBLEMS_PER_FILE:
-            problems.append(
-                Problem(rel, None, None, f"... and {len(errs) - _MAX_PROBLEMS_PER_FILE} more")
-            )
-        camp.tables[name] = rows
+        _load_table(tree, camp, name, rel, problems, columnar)
+    for name, rel in deferred:
+        assert stream is not None
+        if not _stream_table(tree, camp, name, rel, stream, problems):
+            _load_table(tree, camp, name, rel, problems, columnar)
+
+
+def _streamable(
+    tree: ConfinedTree, name: str, rel: str, stream: StreamLimits, problems: list[Problem]
+) -> bool:
+    """Whether table file ``rel`` is large JSON Lines, to be checked block by block."""
+    if name not in STREAMED_TABLES or not rel.endswith(".jsonl"):
+        return False
+    try:
+        fd = tree.open(rel)
+    except (OSError, ChangedFileError):
+        return False  # the whole read reports it
+    try:
+        return os.fstat(fd).st_size >= stream.min_bytes
+    finally:
+        os.close(fd)
+
+
+def _stream_table(  # noqa: PLR0917
+    tree: ConfinedTree,
+    camp: Campaign,
+    name: str,
+    rel: str,
+    stream: StreamLimits,
+    problems: list[Problem],
+) -> bool:
+    """Check table ``name`` block by block; False when the per-row path must read it."""
+    try:
+        san = Sanitizer.for_campaign(camp.doc)
+    except (AttributeError, TypeError):
+        return False  # a malformed sanitize section: reported by the schema check
+    wanted = {
+        v
+        for c in camp.tables.get("comparisons", [])
+        for k in ("baseline_request_id", "candidate_request_id")
+        if isinstance(v := c.get(k), str)
+    }
+    attempts = {
+        v for r in camp.tables.get("attempts", []) if isinstance(v := r.get("attempt_id"), str)
+    }
+    try:
+        got = survey(tree, rel, name, stream, (attempts, set(camp.arm_ids), wanted), san)
+    except (OSError, ChangedFileError):
+        return False
+    if got is None:
+        return False
+    camp.streamed[name], found = got
+    camp.tables[name] = []
+    camp.table_files[name] = rel
+    problems += found
+    return True
+
+
+def _load_table(  # noqa: PLR0917
+    tree: ConfinedTree,
+    camp: Campaign,
+    name: str,
+    rel: str,
+    problems: list[Problem],
+    columnar: bool,
+) -> None:
+    """Read and check table ``name`` from walked file ``rel``, whole."""
+    try:
+        data = _read_walked(tree, rel, problems)
+    except OSError as exc:
+        why = f"cannot read: {exc.strerror or exc}"
+        problems.append(Problem(rel, None, None, why))
+        data = None
+    if data is None:
+        camp.tables[name] = []
+        return
+    # One read serves both paths: the column-wise reader parses these bytes too.
+    if columnar and (ct := read_columnar(tree.root / rel, name, data=data)) is not None:
+        camp.tables[name] = []
+        camp.columns[name] = ct
         camp.table_files[name] = rel
-        known = set(table_schema(name)["properties"])
-        for row, label in zip(rows, labels, strict=True):
-            camp.row_labels[id(row)] = label
-            unknown = row.keys() - known
-            if unknown and (bad := _jcs_problem({k: row[k] for k in unknown})) is not None:
-                problems.append(Problem(rel, label, *bad))
+        return
+    pairs = _read_table_rows(data, rel, name, problems)
+    labels = [label for label, _ in pairs]
+    rows = [row for _, row in pairs]
+    errs = check_rows(name, rows)
+    for e in errs[:_MAX_PROBLEMS_PER_FILE]:
+        problems.append(Problem(rel, labels[e.index], e.field, e.message))
+    if len(errs) > _MAX_PROBLEMS_PER_FILE:
+        problems.append(
+            Problem(rel, None, None, f"... and {len(errs) - _MAX_PROBLEMS_PER_FILE} more")
+        )
+    camp.tables[name] = rows
+    camp.table_files[name] = rel
+    known = set(table_schema(name)["properties"])
+    for row, label in zip(rows, labels, strict=True):
+        camp.row_labels[id(row)] = label
+        unknown = row.keys() - known
+        if unknown and (bad := _jcs_problem({k: row[k] for k in unknown})) is not None:
+            problems.append(Problem(rel, label, *bad))
 
 
 def _load_plans(
@@ -509,6 +594,12 @@ def _views(camp: Campaign) -> dict[str, TableView]:
         present = name in camp.table_files
         if (ct := camp.columns.get(name)) is not None:
             views[name] = TableView(where, columns=ct, present=present)
+            continue
+        if (st := camp.streamed.get(name)) is not None:
+            # Checked block by block already; what the other tables' checks need of it
+            # is the request ids they refer to that it holds.
+            held = sorted(st.referenced)
+            views[name] = TableView(where, [{"request_id": v} for v in held], ["?"] * len(held))
             continue
         rows = camp.tables.get(name, [])
         views[name] = TableView(where, rows, [camp.label(r) for r in rows], present=present)

@@ -360,14 +360,46 @@ class Sanitizer:
             mapping[text] = out
         return [None if v is None else mapping[v] for v in values]
 
-    def scrub_arrow(self, arr: pa.Array[Any], member: str, field: str) -> pa.Array[Any]:
+    @classmethod
+    def for_campaign(cls, doc: dict[str, Any]) -> Sanitizer:
+        """The sanitizer of campaign ``doc`` (its ``sanitize`` host lists)."""
+        rules = doc.get("sanitize", {})
+        return cls(rules.get("hostnames", []), keep_hosts=rules.get("keep_hosts", []))
+
+    def picks(self, uniques: pa.Array[Any]) -> np.ndarray[Any, Any]:
+        """Indices of the distinct strings ``uniques`` that the Python rules must see.
+
+        A superset of what any rule changes: every non-ASCII value (RE2 and Python
+        differ in ``\\d`` and case folding there) and every match of the RE2 prefilter.
+        """
+        needs = pc.or_(
+            pc.invert(pc.string_is_ascii(uniques)),
+            pc.match_substring_regex(uniques, self._any_re2, ignore_case=True),
+        )
+        return np.flatnonzero(needs.to_numpy(zero_copy_only=False))
+
+    def prime_column(self, picked: dict[str, int], member: str, field: str) -> None:
+        """Scrub a column known only by its picked distinct values (:meth:`picks`), each
+        with its number of rows, in order of first appearance: the pseudonyms and counts
+        :meth:`scrub_arrow` would give the whole column. The column is then scrubbed
+        piece by piece with ``scrub_arrow(..., count=False)`` (a streamed seal).
+        """
+        for text, n in picked.items():
+            self.scrub(text, member, field)  # counts one occurrence ...
+            for rule in self._cache[text][1]:
+                self.counts[(member, field, rule)] += n - 1  # ... and the rest
+
+    def scrub_arrow(
+        self, arr: pa.Array[Any], member: str, field: str, *, count: bool = True
+    ) -> pa.Array[Any]:
         """:meth:`scrub_column` for an Arrow string array: same output, same counts, pseudonyms
         assigned in the same order.
 
         Each distinct string is looked at once, in order of first appearance; an
         RE2 prefilter over the distinct values (a superset of what any rule
         matches) picks the few that go through the Python rules, the rest are
-        unchanged by construction.
+        unchanged by construction. ``count=False``: values primed by
+        :meth:`prime_column` are neither counted again nor renumbered.
         """
         if is_secret_name(field.rsplit(".", 1)[-1]):
             return pa.array(self.scrub_column(arr.to_pylist(), member, field), pa.string())
@@ -375,11 +407,7 @@ class Sanitizer:
         uniques, indices = enc.dictionary, enc.indices
         if len(uniques) == 0:
             return arr
-        needs = pc.or_(
-            pc.invert(pc.string_is_ascii(uniques)),
-            pc.match_substring_regex(uniques, self._any_re2, ignore_case=True),
-        )
-        picked = np.flatnonzero(needs.to_numpy(zero_copy_only=False))
+        picked = self.picks(uniques)
         if len(picked) == 0:
             return arr
         counts = np.bincount(indices.drop_null().to_numpy(), minlength=len(uniques))
@@ -387,9 +415,12 @@ class Sanitizer:
         out = uniques.to_pylist()
         changed = False
         for i, text in zip(picked.tolist(), texts, strict=True):
-            new = self.scrub(text, member, field)  # counts one occurrence ...
-            for rule in self._cache[text][1]:
-                self.counts[(member, field, rule)] += int(counts[i]) - 1  # ... and the rest
+            if not count and text in self._cache:
+                new = self._cache[text][0]  # primed (prime_column): counted already
+            else:
+                new = self.scrub(text, member, field)  # counts one occurrence ...
+                for rule in self._cache[text][1]:
+                    self.counts[(member, field, rule)] += int(counts[i]) - 1  # ... and the rest
             changed = changed or new != text
             out[i] = new
         if not changed:

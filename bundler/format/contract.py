@@ -381,6 +381,18 @@ def cross_checks(doc: Mapping[str, Any], tables: Mapping[str, TableView]) -> lis
     return out
 
 
+def receipt_block_checks(view: TableView, attempts: set[str], arms: set[str]) -> list[Problem]:
+    """The row-local cross checks of one block of a streamed receipts table.
+
+    Known attempt and arm, no end before start: what :func:`cross_checks` runs on a
+    whole receipts table, less uniqueness (the streamed seal checks ``request_id``
+    over all blocks itself).
+    """
+    out = _refs(view, "attempt_id", attempts, "attempt (attempts table)")
+    out += _refs(view, "arm", arms, "arm (campaign.json arms)")
+    return out + _order_checks(view)
+
+
 # --- field checks of a bundle's Arrow tables ---------------------------------------------
 
 
