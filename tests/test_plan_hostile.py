@@ -12,9 +12,6 @@ an OverflowError traceback.
 from __future__ import annotations
 
 import json
-import resource
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +25,7 @@ from tests.reference_server.campaign import (
     campaign_plan,
     tiny_png,
 )
+from tests.test_memory_bound import run_capped
 
 ROOT = Path(__file__).resolve().parents[1]
 D400 = "9" * 400
@@ -107,34 +105,19 @@ def test_plan_check_reports_a_plan_of_more_requests_than_any_campaign(
 
 
 def test_bundle_run_memory_stays_bounded_on_10_to_the_8_warmups(tmp_path: Path) -> None:
-    # The dry run in a child process, so that its peak RSS is its own: 10**8 warmups
-    # would need gigabytes if they were ever built.
+    # The dry run in a child process, under a 3 GiB address-space cap, with its own peak
+    # RSS: 10**8 warmups would need gigabytes if they were ever built. The child is
+    # started through run_capped's launcher, because Linux charges a child forked
+    # straight from pytest with pytest's own RSS (late in a full run, 800 MiB and more).
     args = _run(
         _plan_file(tmp_path, "warmups_per_server", str(10**8)),
         tmp_path / "campaign",
         _inputs(tmp_path),
     )
-    code = (
-        "import resource, sys\n"
-        "from reprobundle.cli.main import main\n"
-        "try:\n"
-        f"    main({args!r}, standalone_mode=True)\n"
-        "except SystemExit as e:\n"
-        "    print('rc', e.code, 'rss', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=ROOT,
-        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)),
-    )
-    assert "Traceback" not in done.stderr, done.stderr
-    rc, rss_kib = done.stdout.split()[1], int(done.stdout.split()[3])
-    assert rc == "2"
-    assert rss_kib < 512 << 10, f"peak RSS {rss_kib >> 10} MiB"
+    run = run_capped(args, 3 << 30)
+    assert "Traceback" not in run.text, run.text
+    assert run.rc == 2, run.text
+    assert run.peak_rss < 512 << 20, f"peak RSS {run.peak_rss >> 20} MiB"
 
 
 def test_an_honest_plan_still_dry_runs(tmp_path: Path) -> None:
