@@ -71,6 +71,7 @@ from bundler.format.serving_run import (
     load_point_id,
     shown,
 )
+from bundler.importers import source_text
 
 __all__ = ["AGGREGATE_NAME", "FORMAT", "RECORDS_NAME", "locate", "parse"]
 
@@ -160,13 +161,6 @@ def _load(
         raise _fail(where, None, msg, record) from exc
 
 
-def _decode(data: bytes, where: str) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _fail(where, None, f"not UTF-8 ({exc.reason} at byte {exc.start})") from exc
-
-
 def _finite(v: Any) -> bool:
     return not isinstance(v, bool) and isinstance(v, int | float) and math.isfinite(v)
 
@@ -200,7 +194,7 @@ def _metric(metrics: dict[str, Any], tag: str, unit: str, where: str, record: st
 
 
 def _aggregate_doc(data: bytes, where: str) -> dict[str, Any]:
-    doc = _load(_decode(data, where), where, None)
+    doc = _load(source_text.decode(data, where, _fail), where, None)
     if not isinstance(doc, dict) or not isinstance(doc.get("benchmark_duration"), dict):
         raise _fail(
             where,
@@ -442,7 +436,7 @@ def parse_records(data: bytes, where: str) -> Records:
     request (NaN where absent)."""
     rows: list[Row] = []
     times: list[tuple[int, int]] | None = []
-    text = _decode(data, where)
+    text = source_text.decode(data, where, _fail)
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

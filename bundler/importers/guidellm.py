@@ -44,13 +44,11 @@ per benchmark, each its own load point; ``parse`` one (by index, or the only one
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any, TypeGuard
 
 import numpy as np
 
-from bundler._internal.jsonload import JsonLoadError, loads
 from bundler.errors import Problem
 from bundler.format.serving_run import (
     MAX_COUNT,
@@ -61,6 +59,7 @@ from bundler.format.serving_run import (
     load_point_id,
     shown,
 )
+from bundler.importers import source_text
 
 __all__ = ["FORMAT", "MAX_BENCHMARKS", "MERGE_S", "PERCENTILES", "parse", "parse_all"]
 
@@ -116,17 +115,7 @@ def _fail(where: str, field: str | None, message: str, record: str | None = None
 
 
 def _load(data: bytes, where: str) -> dict[str, Any]:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _fail(where, None, f"not UTF-8 ({exc.reason} at byte {exc.start})") from exc
-    try:
-        doc = loads(text, constants="keep", surrogates=True, source=data)
-    except JsonLoadError as exc:
-        raise _fail(where, exc.field, str(exc)) from None
-    except json.JSONDecodeError as exc:
-        msg = f"not JSON (truncated?): {exc.msg} at line {exc.lineno} column {exc.colno}"
-        raise _fail(where, None, msg) from exc
+    doc = source_text.load_json(data, where, _fail)
     if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
         raise _fail(where, "benchmarks", "missing: not a guidellm run JSON report")
     return doc

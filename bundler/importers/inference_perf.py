@@ -38,7 +38,6 @@ by ``benchmark_time_seconds`` = the latest ``end_time`` minus the earliest
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +47,7 @@ import numpy as np
 import numpy.typing as npt
 import yaml  # type: ignore[import-untyped]
 
-from bundler._internal.jsonload import MAX_INT_DIGITS, MAX_JSON_DEPTH, JsonLoadError, loads
+from bundler._internal.jsonload import MAX_INT_DIGITS, MAX_JSON_DEPTH
 from bundler.errors import Problem
 from bundler.format.serving_run import (
     MAX_COUNT,
@@ -58,6 +57,7 @@ from bundler.format.serving_run import (
     load_point_id,
     shown,
 )
+from bundler.importers import source_text
 
 __all__ = [
     "AGGREGATE_NAME",
@@ -124,19 +124,9 @@ def locate(path: Path) -> tuple[Path, Path, Path]:
 
 
 def _json(data: bytes, where: str) -> Any:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _fail(where, None, f"not UTF-8 ({exc.reason} at byte {exc.start})") from exc
-    try:
-        # The writer's json.dump writes NaN/Infinity as bare literals: kept, so the checks
-        # below name the field.
-        return loads(text, constants="keep", surrogates=True, source=data)
-    except JsonLoadError as exc:
-        raise _fail(where, exc.field, str(exc)) from None
-    except json.JSONDecodeError as exc:
-        msg = f"not JSON (truncated?): {exc.msg} at line {exc.lineno} column {exc.colno}"
-        raise _fail(where, None, msg) from exc
+    # The writer's json.dump writes NaN/Infinity as bare literals: kept, so the checks
+    # below name the field.
+    return source_text.load_json(data, where, _fail)
 
 
 CONFIG_MAX_BYTES = 128 << 10
@@ -149,10 +139,7 @@ _YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 def _config(data: bytes, where: str) -> dict[str, Any]:
     if len(data) > CONFIG_MAX_BYTES:
         raise _fail(where, None, f"{len(data)} bytes: larger than any inference-perf config")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _fail(where, None, f"not UTF-8 ({exc.reason} at byte {exc.start})") from exc
+    text = source_text.decode(data, where, _fail)
     try:
         loader = _YAML_LOADER(text)
         try:

@@ -34,10 +34,9 @@ import math
 import re
 from typing import Any
 
-from bundler._internal.jsonload import JsonLoadError, loads
 from bundler.errors import Problem
 from bundler.format.serving_run import ServingRun, SourceError, check_distinct
-from bundler.importers import vllm
+from bundler.importers import source_text, vllm
 
 __all__ = ["FORMAT", "MAX_RUNS", "NO_LATENCY", "parse", "parse_all"]
 
@@ -78,10 +77,7 @@ line is parsed."""
 
 def _lines(data: bytes, where: str) -> list[tuple[int, str]]:
     """The file's non-empty lines with their 1-based numbers (one run each)."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _fail(where, None, f"not UTF-8 ({exc.reason} at byte {exc.start})") from exc
+    text = source_text.decode(data, where, _fail)
     lines = [(i, x) for i, x in enumerate(text.split("\n"), start=1) if x.strip()]
     if not lines:
         raise _fail(where, None, "holds no run (an empty file)")
@@ -108,13 +104,7 @@ def _one_line(data: bytes, where: str) -> dict[str, Any]:
 
 
 def _doc(i: int, line: str, where: str) -> dict[str, Any]:
-    try:
-        doc = loads(line, constants="keep", surrogates=True)
-    except JsonLoadError as exc:
-        raise _fail(where, exc.field, str(exc), f"line {i}") from None
-    except json.JSONDecodeError as exc:
-        msg = f"not JSON (truncated?): {exc.msg} at column {exc.colno}"
-        raise _fail(where, None, msg, f"line {i}") from exc
+    doc = source_text.parse_json(line, where, _fail, record=f"line {i}", at_line=False)
     if not isinstance(doc, dict) or "duration" not in doc or "completed" not in doc:
         raise _fail(where, "duration", "missing: not written by sglang.bench_serving", f"line {i}")
     missing = [k for k in _DETAILS if k not in doc]

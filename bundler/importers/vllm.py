@@ -34,7 +34,6 @@ The file is parsed as it is; nothing is converted or filled in.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from typing import Any
@@ -42,7 +41,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from bundler._internal.jsonload import JsonLoadError, loads
 from bundler.errors import Problem
 from bundler.format.serving_run import (
     MAX_COUNT,
@@ -52,6 +50,7 @@ from bundler.format.serving_run import (
     load_point_id,
     shown,
 )
+from bundler.importers import source_text
 
 __all__ = ["AGGREGATE_RE", "FORMAT", "looks_like", "parse"]
 
@@ -82,19 +81,9 @@ def _fail(where: str, field: str | None, message: str, record: str | None = None
 
 def load_json(data: bytes, where: str) -> dict[str, Any]:
     """The file's one JSON object (``--append-result`` files hold several: refused)."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _fail(where, None, f"not UTF-8 ({exc.reason} at byte {exc.start})") from exc
-    try:
-        # The writer's json.dump writes NaN/Infinity as bare literals: kept, so the checks
-        # below name the field.
-        doc = loads(text, constants="keep", surrogates=True, source=data)
-    except JsonLoadError as exc:
-        raise _fail(where, exc.field, str(exc)) from None
-    except json.JSONDecodeError as exc:
-        msg = f"not JSON (truncated?): {exc.msg} at line {exc.lineno} column {exc.colno}"
-        raise _fail(where, None, msg) from exc
+    # The writer's json.dump writes NaN/Infinity as bare literals: kept, so the checks
+    # below name the field.
+    doc = source_text.load_json(data, where, _fail)
     if not isinstance(doc, dict):
         raise _fail(where, None, "expected one JSON object")
     return doc
