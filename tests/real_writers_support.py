@@ -151,3 +151,23 @@ def guidellm_expected(benchmark: dict[str, Any], lp: str) -> dict[str, float]:
     out[f"{lp}.completed"] = len(reqs)
     out[f"{lp}.failed"] = len(b["requests"]["errored"])
     return out
+
+
+def sglang_expected(doc: dict[str, Any]) -> dict[str, float]:
+    """SGLang's definitions (vLLM's) in plain numpy over one run's arrays, by aggregate key."""
+    ok = np.array([not e for e in doc["errors"]])
+    itl = np.concatenate([np.array(x) for x, good in zip(doc["itls"], ok, strict=True) if good])
+    out: dict[str, float] = {}
+    for lat, v in (("ttft", np.array(doc["ttfts"])[ok]), ("itl", itl)):
+        out[f"mean_{lat}_ms"] = float(np.mean(v)) * 1000
+        out[f"median_{lat}_ms"] = float(np.median(v)) * 1000
+        out[f"std_{lat}_ms"] = float(np.std(v)) * 1000
+        for p in (90, 95, 99):
+            out[f"p{p}_{lat}_ms"] = float(np.percentile(v, p)) * 1000
+    n_in = int(np.array(doc["input_lens"])[ok].sum())
+    n_out = int(np.sum(doc["output_lens"]))
+    out["request_throughput"] = int(ok.sum()) / doc["duration"]
+    out["output_throughput"] = n_out / doc["duration"]
+    out["total_token_throughput"] = (n_in + n_out) / doc["duration"]
+    out |= {"completed": int(ok.sum()), "total_input_tokens": n_in, "total_output_tokens": n_out}
+    return out

@@ -36,6 +36,7 @@ from tests.real_writers_support import (
     read_json,
     replay_json,
     seal_unsigned,
+    sglang_expected,
 )
 
 GUIDELLM = REAL / "guidellm-0.8.1"
@@ -297,24 +298,7 @@ def sglang_replayed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def _sgl_expected(run: str) -> dict[str, float]:
     """SGLang's definitions (vLLM's) in plain numpy over the file's arrays."""
-    doc = _sgl(run)
-    ok = np.array([not e for e in doc["errors"]])
-    ttft = np.array(doc["ttfts"])[ok]
-    itl = np.concatenate([np.array(x) for x, good in zip(doc["itls"], ok, strict=True) if good])
-    out: dict[str, float] = {}
-    for lat, v in (("ttft", ttft), ("itl", itl)):
-        out[f"mean_{lat}_ms"] = float(np.mean(v)) * 1000
-        out[f"median_{lat}_ms"] = float(np.median(v)) * 1000
-        out[f"std_{lat}_ms"] = float(np.std(v)) * 1000
-        for p in (90, 95, 99):
-            out[f"p{p}_{lat}_ms"] = float(np.percentile(v, p)) * 1000
-    n_in = int(np.array(doc["input_lens"])[ok].sum())
-    n_out = int(np.sum(doc["output_lens"]))
-    out["request_throughput"] = int(ok.sum()) / doc["duration"]
-    out["output_throughput"] = n_out / doc["duration"]
-    out["total_token_throughput"] = (n_in + n_out) / doc["duration"]
-    out |= {"completed": int(ok.sum()), "total_input_tokens": n_in, "total_output_tokens": n_out}
-    return out
+    return sglang_expected(_sgl(run))
 
 
 def test_sglang_every_derivable_claim_confirmed_the_rest_unverifiable(

@@ -22,7 +22,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from bundler.errors import BundleFormatError
@@ -39,6 +38,7 @@ from tests.real_writers_support import (
     read_json,
     replay_json,
     seal_unsigned,
+    sglang_expected,
 )
 
 SWEEP = REAL / "guidellm-0.8.1-sweep"
@@ -209,23 +209,7 @@ def test_several_benchmarks_give_the_claims_their_one_benchmark_files_give(
 
 def _sgl_expected(arm: str, line: bytes, lp: str) -> dict[str, float]:
     """SGLang's definitions (vLLM's) in numpy over one line's arrays."""
-    doc = json.loads(line)
-    ok = np.array([not e for e in doc["errors"]])
-    itl = np.concatenate([np.array(x) for x, g in zip(doc["itls"], ok, strict=True) if g])
-    out: dict[str, float] = {}
-    for lat, v in (("ttft", np.array(doc["ttfts"])[ok]), ("itl", itl)):
-        out[f"mean_{lat}_ms"] = float(np.mean(v)) * 1000
-        out[f"median_{lat}_ms"] = float(np.median(v)) * 1000
-        out[f"std_{lat}_ms"] = float(np.std(v)) * 1000
-        for p in (90, 95, 99):
-            out[f"p{p}_{lat}_ms"] = float(np.percentile(v, p)) * 1000
-    n_in = int(np.array(doc["input_lens"])[ok].sum())
-    n_out = int(np.sum(doc["output_lens"]))
-    out["request_throughput"] = int(ok.sum()) / doc["duration"]
-    out["output_throughput"] = n_out / doc["duration"]
-    out["total_token_throughput"] = (n_in + n_out) / doc["duration"]
-    out |= {"completed": int(ok.sum()), "total_input_tokens": n_in, "total_output_tokens": n_out}
-    return {f"{arm}.{lp}.{k}": x for k, x in out.items()}
+    return {f"{arm}.{lp}.{k}": x for k, x in sglang_expected(json.loads(line)).items()}
 
 
 def test_a_multi_line_sglang_file_imports_seals_and_replays(tmp_path: Path) -> None:
