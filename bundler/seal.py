@@ -57,7 +57,7 @@ Progress = Callable[[str, int, int], None]
 
 PARQUET_OPTIONS: dict[str, Any] = {
     "compression": "zstd",
-    "compression_level": 9,
+    "compression_level": 1,
     "use_dictionary": True,
     "write_statistics": True,
     "row_group_size": 1 << 20,

@@ -20,7 +20,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import io
-import mmap
 import os
 import stat
 import tarfile
@@ -49,20 +48,17 @@ __all__ = [
     "write_container",
 ]
 
-ZSTD_LEVEL = 10
-ONE_SHOT_MAX_BYTES = 256 << 20
-"""A tar up to this size is compressed in one call, as every bundle before issue 22 was;
-a larger one (a streamed 10M-row table) through zstd's streaming API, which writes one
-frame of other bytes (still deterministic: the same for any chunking) but never holds
-the tar or the frame in memory."""
-ZSTD_WORKERS = 0
-"""zstd worker threads for the container frame; 0 is single-threaded, the bytes every
-bundle so far was written with. With 1 or more workers zstd cuts the input into jobs:
-the bytes do not depend on how many workers (``tests/test_container.py`` checks 1, 2
-and 4) but differ from single-threaded output once the input exceeds one job (tens of
-MiB; every checked-in vector is smaller). Measured on the shared 2-core development
-machine (issue 22): 178 MiB at level 10 took 3.1-3.5 s single-threaded and 3.2-4.0 s
-with 2 workers (no idle core to gain), so the default stays single-threaded."""
+ZSTD_LEVEL = 3
+"""The container frame's zstd level. Until issue 22 it was 10; on the shared 2-core
+machine level 10 took 9.2 s for a serving campaign's 178 MiB of carried JSON and level
+3 1.1 s for 6 % more bytes, while the Parquet members inside (zstd already) gain
+nothing from either (``bench/zstd_options.py``, ``docs/adr/0001-container-tar-zstd.md``)."""
+ZSTD_WORKERS = max(1, min(os.cpu_count() or 1, 8))
+"""zstd worker threads for the container frame. The frame is always written in zstd's
+multi-threaded mode (1 or more workers), whose bytes do not depend on the number of
+workers nor on how the input is fed (``tests/test_container.py`` checks 1, 2 and 4
+workers and several chunkings): the same campaign seals to the same bytes on any
+machine, and a tar of any size streams through without being held in memory."""
 
 _CHUNK = 1 << 20  # member bytes are read, hashed and stored this many at a time
 
@@ -275,43 +271,25 @@ def write_container(
     members: Iterable[tuple[str, bytes | BinaryIO]],
     *,
     workers: int = ZSTD_WORKERS,
-    one_shot_max: int = ONE_SHOT_MAX_BYTES,
 ) -> None:
     """Write ``members`` (name, bytes or a seekable file holding them, read from its
     start), in the order given, as a tar+zstd bundle.
 
-    ``workers``: zstd threads (:data:`ZSTD_WORKERS`: 0, single-threaded; any count of 1
-    or more writes the same bytes as any other such count). ``one_shot_max``: see
-    :data:`ONE_SHOT_MAX_BYTES`.
+    The tar goes to a temporary file (its size is the frame's content size, written
+    in the frame header), then through zstd's streaming API in multi-threaded mode,
+    a chunk at a time: neither the tar nor the frame is held in memory. ``workers``:
+    zstd threads, at least 1 (any count writes the same bytes).
     """
-    members = list(members)
     cctx = zstandard.ZstdCompressor(
-        level=ZSTD_LEVEL, threads=workers, write_checksum=True, write_content_size=True
+        level=ZSTD_LEVEL, threads=max(1, workers), write_checksum=True, write_content_size=True
     )
-    if all(isinstance(data, bytes) for _, data in members):
-        raw = io.BytesIO()
-        _write_tar(raw, members)
-        out.write(cctx.compress(raw.getbuffer()))
-        return
-    # A member in a file (a streamed table) is too large to hold twice: the tar goes to
-    # a temporary file. zstd's streaming API writes other bytes than its one-shot call
-    # (60 MB measured: 18,022,617 against 18,024,827 bytes), so up to one_shot_max the
-    # frame is one-shot from a read-only mapping, the bytes every bundle had so far.
     with tempfile.TemporaryFile(prefix="reprobundle-tar-") as spool:
         _write_tar(cast(BinaryIO, spool), members)
-        spool.flush()
         size = spool.tell()
-        if size > one_shot_max:
-            spool.seek(0)
-            with cctx.stream_writer(cast(Any, out), size=size, closefd=False) as frame:
-                while chunk := spool.read(1 << 20):
-                    frame.write(chunk)
-            return
-        with (
-            mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ) as view,
-            memoryview(view) as mv,
-        ):
-            out.write(cctx.compress(mv))
+        spool.seek(0)
+        with cctx.stream_writer(cast(Any, out), size=size, closefd=False) as frame:
+            while chunk := spool.read(_CHUNK):
+                frame.write(chunk)
 
 
 def member_name_problem(name: str) -> str | None:  # noqa: PLR0911
