@@ -22,8 +22,11 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from cryptography.hazmat.primitives import serialization
 
 from reprobundle.cli.main import main
+from tests.fuzz.hostile import HostileBase, make_rerun_base, reseal
+from tests.fuzz.properties import prepare_sentinel
 from tests.reference_server.campaign import (
     BASELINE_COMMIT,
     CANDIDATE_COMMIT,
@@ -260,3 +263,43 @@ def test_seal_accepts_a_campaign_whose_plan_schedules_more_than_100_000_requests
     # Under the scheduling bound too: the plan check read from the bundle finds no error.
     check = _invoke(["plan", "check", str(bundle)])
     assert check.exit_code == 0, check.output
+
+
+@pytest.fixture(scope="module")
+def rerun_base(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, HostileBase]:
+    """The reference campaign sealed by the fuzz author, and the author's public key."""
+    root = tmp_path_factory.mktemp("rerun-base")
+    base = make_rerun_base(prepare_sentinel(root))
+    pub = root / "author.pub"
+    pub.write_bytes(
+        base.author.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    return pub, base
+
+
+@pytest.mark.parametrize(
+    ("count", "shown"),
+    [
+        (249_999, "the plan schedules 1,000,004 requests"),  # 4 x (249,999 + 2)
+        (10**19, "more than 1,000,000,000 requests"),
+    ],
+)
+def test_bundle_rerun_refuses_a_sealed_plan_it_cannot_schedule(
+    tmp_path: Path, rerun_base: tuple[Path, HostileBase], count: int, shown: str
+) -> None:
+    # A signer can seal any counts: the rerun refuses before building a request, exit 2
+    # (as before the bounds were split), nothing written.
+    pub, base = rerun_base
+    edit = base.edit()
+    edit.plan["warmups_per_server"] = count
+    bundle = tmp_path / "case.bundle"
+    bundle.write_bytes(reseal(base, edit))
+    out = tmp_path / "out"
+    args = ["rerun", str(bundle), "--key", str(pub), "--launch", "--inputs", str(_inputs(tmp_path))]
+    res = _invoke([*args, "--telemetry", "none", "-o", str(out), "--dry-run"])
+    assert isinstance(res.exception, SystemExit), repr(res.exception)
+    assert res.exit_code == 2, res.output
+    assert "plans/reference-ab.json" in res.output and shown in res.output, res.output
+    assert not out.exists()
