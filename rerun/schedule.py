@@ -12,7 +12,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bundler.campaign.plan_slots import PlanShapeError, PlanSlot, plan_slots
+from bundler.campaign.plan_slots import (
+    MAX_SCHEDULED_REQUESTS,
+    PlanShapeError,
+    PlanSlot,
+    plan_slots,
+)
 from bundler.format.plan_model import Plan
 
 __all__ = [
@@ -77,12 +82,22 @@ def build_schedule(plan: Plan, commits: Mapping[str, str]) -> tuple[SlotPlan, ..
     runtime commit.
 
     Raises:
-        PlanShapeError: the plan's order or counts are malformed, an arm has no
-            teardown budget, or an arm has no commit.
+        PlanShapeError: the plan's order or counts are malformed, it schedules more
+            than ``MAX_SCHEDULED_REQUESTS`` requests, an arm has no teardown budget,
+            or an arm has no commit.
     """
+    slots = plan_slots(plan)
+    # Before the first request object: each holds its own copy of the payload.
+    total = sum(s.requests for s in slots)
+    if total > MAX_SCHEDULED_REQUESTS:
+        raise PlanShapeError(
+            f"the plan schedules {total:,} requests; bundle run and bundle rerun schedule "
+            f"at most {MAX_SCHEDULED_REQUESTS:,}, because they build every request before "
+            "sending the first"
+        )
     payload = plan.request.payload or {}
     out = []
-    for slot in plan_slots(plan):
+    for slot in slots:
         if slot.arm not in commits:
             raise PlanShapeError(
                 f"arm_order names {slot.arm!r}, which is not an arm of the campaign"

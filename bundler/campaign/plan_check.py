@@ -45,6 +45,7 @@ from bundler.campaign.plan_result import (
     seconds_text,
 )
 from bundler.campaign.plan_slots import (
+    MAX_SCHEDULED_REQUESTS,
     SERVING_APIS,
     PlanShapeError,
     PlanSlot,
@@ -497,6 +498,18 @@ def _check(
             plan_id, (Finding("error", "invalid", "arm_order", plan.shape_error),)
         )
     slots = plan.slots
+    total = sum(s.requests for s in slots)
+    if total > MAX_SCHEDULED_REQUESTS:
+        # A plan may declare it (the seal accepts it); its author learns before running it.
+        r.findings.append(
+            Finding(
+                "warning",
+                "rerun-bound",
+                "arm_order",
+                f"bundle run and bundle rerun refuse to schedule more than "
+                f"{MAX_SCHEDULED_REQUESTS:,} requests; this plan schedules {total:,}",
+            )
+        )
     detectable = None if spread is None else _detectable(slots, spread, level)
     t = _timeouts(r)
     res, declared = _reservation(r)

@@ -18,6 +18,7 @@ from bundler.format.plan_model import Plan
 
 __all__ = [
     "MAX_PLANNED_REQUESTS",
+    "MAX_SCHEDULED_REQUESTS",
     "SERVING_APIS",
     "PlanShapeError",
     "PlanSlot",
@@ -27,11 +28,19 @@ __all__ = [
 ]
 
 
-MAX_PLANNED_REQUESTS = 100_000
-"""Requests one plan may schedule, over every arm position (warmups, measured, quality).
-A real campaign sends tens to hundreds; the rerun builds one request object per planned
-request before the first is sent (a plan of 10**8 warmups filled 24 GB), and the plan
-check multiplies counts by floats (a 400-digit count overflowed a double)."""
+MAX_PLANNED_REQUESTS = 10**9
+"""Requests one plan may declare, over every arm position (warmups, measured, quality).
+The plan check multiplies counts by floats (a 400-digit count overflowed a double): up to
+10**9 every count converts to a double exactly, and the check's cost
+does not grow with the counts (one slot per arm position, no loop over requests). Far
+above honest campaigns: issue 22 seals campaigns of 10 million receipts."""
+
+MAX_SCHEDULED_REQUESTS = 1_000_000
+"""Requests ``bundle run`` and ``bundle rerun`` may schedule, over every arm position.
+They build one request object per planned request before the first is sent (a plan of
+10**8 warmups filled 24 GB); a million with the reference campaign's 8-field payload
+take about 400 MiB (measured 2026-12-03). A larger plan still seals and passes the plan
+check, with a ``rerun-bound`` warning."""
 
 
 class PlanShapeError(ValueError):

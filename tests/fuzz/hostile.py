@@ -22,7 +22,7 @@ in-toto statement rebuilt and signed again with the SAME author key. So
   ``tests/reference_server/campaign.py``): a payload ``input_reference`` that
   is absolute, climbs out with ``..`` or is a symbolic link out of
   ``--inputs``; hostile server and attempt names; warmup or measured counts
-  of 100,001 to 10**19 per server.
+  of 250,000 to 10**19 per server.
 
 Each family is a Hypothesis strategy (:data:`FAMILIES`); the properties they
 must satisfy are in ``tests/fuzz/properties.py`` (``check_hostile``).
@@ -618,14 +618,16 @@ def _rerun_names(draw: st.DrawFn, base: HostileBase) -> HostileCase:
     return name_case(base, target, name, rerun=True)
 
 
-PLAN_COUNTS = (100_001, 10**8, 10**19)
-"""Requests per server past the planned-request bound (``MAX_PLANNED_REQUESTS``); 10**19
-is the largest count the bounded JSON loader lets through (20 digits)."""
+PLAN_COUNTS = (250_000, 10**8, 10**19)
+"""Requests per server that put the reference plan's 4 positions past the bound on what
+``bundle rerun`` schedules (``MAX_SCHEDULED_REQUESTS``, 1,000,000: 250,000 just past it,
+10**8 far past it) or on what a plan may declare (``MAX_PLANNED_REQUESTS``,
+10**9); 10**19 is the largest count the bounded JSON loader lets through (20 digits)."""
 
 
 @st.composite
 def _plan_counts(draw: st.DrawFn, base: HostileBase) -> HostileCase:
-    # The plan schema bounds the counts from below only; before the bound, rerun's
+    # The plan schema bounds the counts from below only; before the bounds, rerun's
     # scheduler built one request object per planned request (10**8: 24 GB).
     key = draw(st.sampled_from(["warmups_per_server", "measured_per_server"]))
     count = draw(st.sampled_from(PLAN_COUNTS))
