@@ -8,7 +8,6 @@ import io
 import json
 import platform
 import re
-import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -48,21 +47,18 @@ from bundler.format.manifest import (
     build_statement,
 )
 from bundler.format.model import Manifest
-from bundler.format.tables import EXTRA_COLUMN, TABLE_NAMES, rows_to_table, table_schema
+from bundler.format.tables import (
+    EXTRA_COLUMN,
+    PARQUET_OPTIONS,
+    TABLE_NAMES,
+    rows_to_table,
+    table_schema,
+)
 
 __all__ = ["PARQUET_OPTIONS", "Progress", "SealResult", "environment", "seal_campaign"]
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``; stages: ``hash`` (bytes), ``write`` (members)."""
-
-PARQUET_OPTIONS: dict[str, Any] = {
-    "compression": "zstd",
-    "compression_level": 1,
-    "use_dictionary": True,
-    "write_statistics": True,
-    "row_group_size": 1 << 20,
-    "data_page_version": "1.0",
-}
 
 
 # Text logs outside ``logs/`` (``files/run.log``, rotated ``x.log.1``) are scrubbed like logs.
@@ -372,8 +368,8 @@ def _stream_needs_rows(st: StreamedTable, san: Sanitizer) -> bool:
 
 
 def _streamed_member(name: str, st: StreamedTable, san: Sanitizer, files: ExitStack) -> Member:
-    """The Parquet member of a streamed table, written to a temporary file (removed when
-    ``files`` closes).
+    """The Parquet member of a streamed table, in a temporary file (removed when
+    ``files`` closes); its first row groups were written while it was read.
 
     The sanitizer first sees each column's picked values as a whole-column scrub would
     (same pseudonym numbers, same counts), then scrubs the blocks as they are written.
@@ -381,12 +377,7 @@ def _streamed_member(name: str, st: StreamedTable, san: Sanitizer, files: ExitSt
     member = f"tables/{name}.parquet"
     for fname, picked in st.picked.items():
         san.prime_column(picked, member, fname)
-    # Removed with `files`, once the bundle is written. Arrow writes it by name (its own
-    # file output, no Python call per page).
-    spool = tempfile.NamedTemporaryFile(prefix="reprobundle-", suffix=".parquet")  # noqa: SIM115
-    out = cast(BinaryIO, files.enter_context(spool))
-    options = {k: v for k, v in PARQUET_OPTIONS.items() if k != "row_group_size"}
-    write_parquet(st, san, Path(spool.name), options)
+    out = files.enter_context(write_parquet(st, san))
     return member, out, "table"
 
 
@@ -527,6 +518,40 @@ def seal_campaign(
     limits = stream or StreamLimits(row_group_rows=PARQUET_OPTIONS["row_group_size"])
     row_group_size = None if stream is None else stream.row_group_rows
     camp, problems = load_campaign(campaign_dir, columnar=not per_row_forced(), stream=limits)
+    try:
+        return _seal_loaded(
+            camp,
+            problems,
+            campaign_dir,
+            output,
+            _SealOptions(keys, artifact_dirs, jobs, progress, force, row_group_size),
+        )
+    finally:
+        # A streamed table holds a writing thread and temporary files until sealed.
+        for st in camp.streamed.values():
+            st.close()
+
+
+@dataclass(frozen=True)
+class _SealOptions:
+    keys: Sequence[Ed25519PrivateKey]
+    artifact_dirs: Sequence[Path]
+    jobs: int | None
+    progress: Progress | None
+    force: bool
+    row_group_size: int | None
+
+
+def _seal_loaded(
+    camp: Campaign,
+    problems: list[Problem],
+    campaign_dir: Path,
+    output: Path,
+    opts: _SealOptions,
+) -> SealResult:
+    """``seal_campaign`` once the campaign is loaded."""
+    keys, artifact_dirs, jobs, progress = opts.keys, opts.artifact_dirs, opts.jobs, opts.progress
+    force, row_group_size = opts.force, opts.row_group_size
     plan_warnings: list[Problem] = []
     if camp.plan is not None and not problems:
         blocking, plan_warnings = seal_plan_findings(

@@ -58,7 +58,10 @@ COLUMNAR_TABLES = frozenset({"receipts"})
 """Tables read column-wise when possible; the others are small and stay per-row."""
 
 JSON_BLOCK_BYTES = 16 << 20
-"""Arrow's JSON reader works in blocks of this many bytes (a row never spans two)."""
+"""A streamed table is read, checked and converted this many bytes (of whole lines) at a time."""
+JSON_INNER_BYTES = 2 << 20
+"""Arrow's JSON reader parses a block in pieces of this many bytes, one per thread (a
+longer line makes longer pieces)."""
 
 PER_ROW_ENV = "REPROBUNDLE_SEAL_PER_ROW"
 """Set to ``1`` to force the per-row path (benchmarks time both in one run)."""
@@ -185,7 +188,8 @@ def _text_ok(data: bytes) -> bool:
         return False
     if not ascii_only and not _is_utf8(data):
         return False
-    return not (b"\\u" in data and _SURROGATE_ESCAPE.search(data))
+    # A backslash is one memchr away; the two-byte search costs 20 times more.
+    return not (b"\\" in data and b"\\u" in data and _SURROGATE_ESCAPE.search(data))
 
 
 def _is_utf8(data: bytes, block: int = 16 << 20) -> bool:
@@ -202,24 +206,18 @@ def _is_utf8(data: bytes, block: int = 16 << 20) -> bool:
     return True
 
 
-def _json_table(data: bytes, schema: pa.Schema, unexpected: Literal["infer", "error"]) -> pa.Table:
-    """``data`` read by Arrow: streamed block by block, else (a field or type first met
-    after the first block) whole, which unifies every block's fields.
-
-    Streaming keeps only one block's parse state besides the batches read: 1M seed
-    receipts peak ~0.75 GiB instead of ~1 GiB. Any other reader error raises.
+def _json_table(
+    data: bytes, schema: pa.Schema, unexpected: Literal["infer", "error"], longest: int
+) -> pa.Table:
+    """``data`` read by Arrow, in blocks of at least ``JSON_INNER_BYTES`` parsed by Arrow's
+    threads (a block must hold the longest line, ``longest`` bytes; Arrow's reader
+    refuses a line that straddles two blocks). Fields met in later blocks, or typed
+    differently there (null, then text; integer, then double), are unified as the
+    whole-file read unifies them. Any reader error raises.
     """
-    read_options = pjson.ReadOptions(use_threads=True, block_size=JSON_BLOCK_BYTES)
+    inner = max(JSON_INNER_BYTES, 1 << int(longest + 1).bit_length())
+    read_options = pjson.ReadOptions(use_threads=True, block_size=inner)
     parse_options = pjson.ParseOptions(explicit_schema=schema, unexpected_field_behavior=unexpected)
-    try:
-        reader = pjson.open_json(
-            cast(Any, pa.BufferReader(data)),
-            read_options=read_options,
-            parse_options=parse_options,
-        )
-        return pa.Table.from_batches(list(reader), schema=reader.schema)
-    except pa.ArrowInvalid:
-        pass  # schema settled on the first block no longer fits: read it whole
     return pjson.read_json(
         cast(Any, pa.BufferReader(data)), read_options=read_options, parse_options=parse_options
     )
@@ -234,7 +232,9 @@ def _escaped_key_null(data: bytes) -> bool:
     return b"\\" in data and _ESCAPED_KEY_NULL.search(data) is not None
 
 
-def _present(data: bytes, arrays: dict[str, pa.Array[Any]]) -> dict[str, pa.Array[Any]] | None:
+def _present(
+    data: bytes, arrays: dict[str, pa.Array[Any]], newlines: np.ndarray[Any, Any]
+) -> dict[str, pa.Array[Any]] | None:
     """Which rows carry each unknown field; None when explicit nulls cannot be told apart.
 
     Arrow reads an absent field and ``null`` alike; the per-row path keeps ``"k":null``
@@ -257,7 +257,7 @@ def _present(data: bytes, arrays: dict[str, pa.Array[Any]]) -> dict[str, pa.Arra
         return None
     for n in maybe:
         mask = out[n].to_numpy(zero_copy_only=False).copy()
-        rows = _rows_matching(data, n)
+        rows = _rows_matching(data, n, newlines)
         if mask[rows].any():
             return None  # a value Arrow read where the text says null: not sure
         mask[rows] = True
@@ -265,8 +265,9 @@ def _present(data: bytes, arrays: dict[str, pa.Array[Any]]) -> dict[str, pa.Arra
     return out
 
 
-def _rows_matching(data: bytes, name: str) -> np.ndarray[Any, Any]:
-    """The line numbers (from 0) holding ``"name": null`` in any spacing."""
+def _rows_matching(data: bytes, name: str, newlines: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """The line numbers (from 0) holding ``"name": null`` in any spacing; ``newlines``:
+    the offset of every line break of ``data``."""
     # The usual spelling is found with bytes.find; RE2, in one pass over the whole text,
     # counts every spelling; only when they differ does Python's regex walk the file.
     whole: Any = pa.LargeStringArray.from_buffers(
@@ -281,14 +282,27 @@ def _rows_matching(data: bytes, name: str) -> np.ndarray[Any, Any]:
         at = data.find(literal, at + len(literal))
     if len(starts) != total:
         starts = [m.start() for m in re.finditer(_null_member(name).encode("utf-8"), data)]
-    return np.searchsorted(_newlines(data), np.array(starts, dtype=np.int64))
+    return np.searchsorted(newlines, np.array(starts, dtype=np.int64))
 
 
-def _newlines(data: bytes, block: int = 16 << 20) -> np.ndarray[Any, Any]:
-    """Offsets of every newline, found a block at a time (no file-sized temporary)."""
+def _line_breaks(data: bytes) -> tuple[np.ndarray[Any, Any], int] | None:
+    """(offset of every line break, the longest line's length) when every line of ``data``
+    opens an object (so none is blank or indented), else None.
+
+    pyarrow 26's JSON reader crashes the process (SIGSEGV) on a bare ``null`` line, and
+    other non-object lines are the per-row path's to locate. One numpy pass over the
+    bytes (a two-byte ``bytes.count`` costs three times as much).
+    """
+    if not data.startswith(b"{"):
+        return None
     buf = np.frombuffer(data, np.uint8)
-    parts = [np.flatnonzero(buf[i : i + block] == ord("\n")) + i for i in range(0, len(buf), block)]
-    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    breaks = np.flatnonzero(buf == 0x0A)
+    following = breaks[:-1] + 1 if data.endswith(b"\n") else breaks + 1
+    if len(following) and not bool((buf[following] == 0x7B).all()):
+        return None
+    ends = np.append(breaks, len(data)) if not data.endswith(b"\n") else breaks
+    longest = int(np.diff(ends, prepend=-1).max()) if len(ends) else len(data)
+    return breaks, longest
 
 
 def _contiguous(names: list[str], chunked: list[pa.ChunkedArray[Any]]) -> dict[str, pa.Array[Any]]:
@@ -328,19 +342,18 @@ def _read_jsonl(  # noqa: PLR0911
     # counts. Two objects on one line give more rows than lines (checked after reading).
     if not data[-64:].rstrip(b" \t\n").endswith(b"}"):
         return None
-    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-    # Every line must open an object (so none is blank or indented): pyarrow 26's JSON
-    # reader crashes the process (SIGSEGV) on a bare `null` line, and other non-object
-    # lines are the per-row path's to locate.
-    if not data.startswith(b"{") or data.count(b"\n{") != lines - 1:
+    found = _line_breaks(data)
+    if found is None:
         return None
+    breaks, longest = found
+    lines = len(breaks) + (0 if data.endswith(b"\n") else 1)
     schema = pa.schema([(f, _read_type(k)) for f, (_, k, _) in plan.items()])
-    table = _json_table(data, schema, "infer")
+    table = _json_table(data, schema, "infer", longest)
     unknown = [f for f in table.schema if f.name not in plan]
     if any(pa.types.is_temporal(f.type) for f in unknown):
         # Arrow infers timestamps from ISO-looking text; the per-row path keeps the text.
         typed = [(f.name, pa.string() if pa.types.is_temporal(f.type) else f.type) for f in unknown]
-        table = _json_table(data, pa.schema([*schema, *typed]), "error")
+        table = _json_table(data, pa.schema([*schema, *typed]), "error", longest)
     if table.num_rows != lines:
         return None
     names, chunked = table.column_names, list(table.columns)
@@ -349,7 +362,7 @@ def _read_jsonl(  # noqa: PLR0911
     extra = {f.name: columns.pop(f.name) for f in unknown}
     if not again and not all(_unknown_ok(a) for a in extra.values()):
         return None
-    present = _present(data, extra) if extra else {}
+    present = _present(data, extra, breaks) if extra else {}
     if present is None:
         return None
     checked = _checked(columns, plan, lines, again=again)

@@ -1,34 +1,46 @@
 """A large JSON Lines receipts table sealed in blocks: read, check, scrub, write, in bounded memory.
 
-``docs/adr/0005-columnar-seal.md`` § Streaming. Two passes over the file, each
-holding one block (``StreamLimits.block_bytes`` of whole lines) and, when writing,
-one Parquet row group:
+``docs/adr/0005-columnar-seal.md`` § Streaming. The file is read once, a block
+(``StreamLimits.block_bytes`` of whole lines) at a time, hashed as it is read:
 
 1. :func:`survey` (at load): each block is read and checked as
    :func:`~bundler.campaign.columnar.read_jsonl_block` checks a whole file (any
-   block not sure: the caller reads the file per-row, as before); the row-local
-   cross checks run per block; ``request_id`` is kept as a 64-bit hash per row
-   (8 bytes a row), duplicates are found on the sorted hashes and confirmed
-   exactly by a second read of the colliding rows only; the distinct values the
-   sanitizer must see (:meth:`Sanitizer.picks`) are kept per column with their
-   counts, in order of first appearance, so that seal can number pseudonyms
-   exactly as a whole-column scrub does.
-2. :func:`write_parquet` (at seal): the file is read again (its SHA-256 must not
-   have changed), each block scrubbed with the primed sanitizer and buffered into
-   row groups of exactly ``row_group_rows`` rows, each column contiguous:
-   ``pyarrow.parquet.ParquetWriter`` then writes the bytes ``write_table`` writes
-   for the whole table.
+   block not sure: the caller reads the file per-row, as before), by
+   ``StreamLimits.workers`` threads at once (Arrow's parser, ``pyarrow.compute``,
+   numpy and hashlib release the GIL), merged in file order; the row-local cross
+   checks run per block; ``request_id`` is kept as a 64-bit hash per row (8 bytes
+   a row), duplicates are found on the sorted hashes and confirmed exactly by a
+   second read of the colliding rows only; the distinct values the sanitizer must
+   see (:meth:`Sanitizer.picks`) are kept per column with their counts, in order of
+   first appearance, so that seal can number pseudonyms exactly as a whole-column
+   scrub does. A block with no such value is final: its rows are converted to the
+   Parquet member's table at once and held, in memory up to
+   ``StreamLimits.hold_bytes``, then in a temporary Arrow IPC stream file. A block
+   with values to scrub keeps only its place in the file and its SHA-256.
+2. :func:`write_parquet` (at seal): the held blocks in file order, each block to
+   scrub read again (its digest must not have changed) and scrubbed with the
+   primed sanitizer; rows are gathered into row groups of exactly
+   ``row_group_rows`` rows, each column contiguous: ``pyarrow.parquet.ParquetWriter``
+   then writes the bytes ``write_table`` writes for the whole table.
+
+What grows with the file: 8 bytes a row of id hashes during the survey and the
+spill file on disk (about the Parquet member's table, uncompressed).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
-from collections import Counter
+import queue
+import tempfile
+import threading
+from collections import Counter, deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import numpy as np
 import pyarrow as pa
@@ -46,7 +58,13 @@ from bundler.campaign.sanitize import Sanitizer
 from bundler.campaign.sanitize_rules import is_secret_name
 from bundler.errors import CampaignError, Problem
 from bundler.format.contract import TableView, receipt_block_checks
-from bundler.format.tables import EXTRA_COLUMN, arrow_schema, scrubbable, table_schema
+from bundler.format.tables import (
+    EXTRA_COLUMN,
+    PARQUET_OPTIONS,
+    arrow_schema,
+    scrubbable,
+    table_schema,
+)
 
 __all__ = ["STREAMED_TABLES", "StreamLimits", "StreamedTable", "survey", "write_parquet"]
 
@@ -66,13 +84,152 @@ class StreamLimits:
     """A ``.jsonl`` table file of at least this size is streamed; smaller ones are read whole."""
     block_bytes: int = JSON_BLOCK_BYTES
     """Bytes read and parsed at a time (whole lines; a longer line makes a longer block)."""
-    row_group_rows: int = 1 << 20
+    row_group_rows: int = PARQUET_OPTIONS["row_group_size"]
     """Rows per Parquet row group: ``PARQUET_OPTIONS["row_group_size"]`` of the seal."""
+    hold_bytes: int = 512 << 20
+    """Converted blocks held in memory up to this many bytes; the rest go to a temporary file."""
+    workers: int = max(1, min(os.cpu_count() or 1, 4))
+    """Blocks surveyed at once (threads)."""
+
+
+@dataclass
+class _Held:
+    """One surveyed block as the writer will take it: rows ready to write (in memory or
+    spilled), or the place of lines to read again and scrub."""
+
+    rows: int
+    part: pa.Table | None = None
+    spilled: bool = False
+    offset: int = 0
+    length: int = 0
+    first_line: int = 0
+    digest: bytes = b""
+
+
+class _Spill:
+    """Converted blocks in a temporary Arrow IPC stream, written and read back in order.
+
+    The file is unlinked at creation (``tempfile.TemporaryFile``): nothing is left
+    behind whatever happens to the process.
+    """
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self._fh = tempfile.TemporaryFile(prefix="reprobundle-spill-")  # noqa: SIM115
+        self._schema = schema
+        self._writer: Any = pa.ipc.new_stream(pa.PythonFile(self._fh, mode="w"), schema)
+        self._reader: Any = None
+
+    def put(self, part: pa.Table) -> None:
+        """Append ``part`` (at least one row) as one record batch."""
+        arrays: list[Any] = [c.chunk(0) for c in part.combine_chunks().columns]
+        self._writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self._schema))
+
+    def get(self) -> pa.Table:
+        if self._reader is None:
+            self._writer.close()
+            self._fh.seek(0)
+            self._reader = pa.ipc.open_stream(pa.PythonFile(self._fh, mode="r"))
+        return pa.Table.from_batches([self._reader.read_next_batch()], schema=self._schema)
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+class _RowGroups:
+    """Parquet-ready parts gathered into row groups of exactly ``rows`` rows, each column
+    contiguous, written to a temporary file as they fill (Arrow writes by name, its own
+    file output: the writing thread does not hold the GIL)."""
+
+    def __init__(self, schema: pa.Schema, rows: int) -> None:
+        self.file = tempfile.NamedTemporaryFile(prefix="reprobundle-", suffix=".parquet")  # noqa: SIM115
+        options = {k: v for k, v in PARQUET_OPTIONS.items() if k != "row_group_size"}
+        self._writer = pq.ParquetWriter(self.file.name, schema, **options)
+        self._schema = schema
+        self._rows = rows
+        # Per column, the chunks not yet written (columns combined one at a time, each
+        # column's chunks let go once copied: a row group's peak is one column's copy).
+        self._pending: list[list[pa.Array[Any]]] = [[] for _ in schema]
+        self._held = 0
+
+    def add(self, part: pa.Table) -> None:
+        """Append ``part``'s rows; write every row group they complete."""
+        for col, arr in zip(self._pending, part.columns, strict=True):
+            col.extend(arr.chunks)
+        self._held += part.num_rows
+        while self._held >= self._rows:
+            self._write(self._rows)
+
+    def finish(self) -> BinaryIO:
+        """Write the last, shorter row group and the footer; the file, at its end."""
+        if self._held:
+            self._write(self._held)
+        self._writer.close()
+        return cast(BinaryIO, self.file)
+
+    def close(self) -> None:
+        """Remove the file, written or not."""
+        self._pending = []
+        with contextlib.suppress(Exception):
+            self._writer.close()
+        self.file.close()
+
+    def _write(self, n: int) -> None:
+        group = pa.Table.from_arrays(
+            [_first_rows(chunks, n) for chunks in self._pending], schema=self._schema
+        )
+        self._held -= n
+        self._writer.write_table(group, row_group_size=self._rows)
+
+
+def _first_rows(chunks: list[pa.Array[Any]], n: int) -> pa.Array[Any]:
+    """The first ``n`` values of ``chunks`` as one array, taken out of ``chunks``."""
+    take: list[pa.Array[Any]] = []
+    got = 0
+    while got < n:
+        arr = chunks.pop(0)
+        if got + len(arr) > n:
+            chunks.insert(0, arr.slice(n - got))
+            arr = arr.slice(0, n - got)
+        take.append(arr)
+        got += len(arr)
+    return pa.concat_arrays(take) if len(take) != 1 else take[0]
+
+
+class _Background:
+    """Row groups written by a thread while the survey reads on (issue 22): parts are
+    queued in file order (at most two waiting), the writer's error re-raised on join."""
+
+    def __init__(self, groups: _RowGroups) -> None:
+        self.groups = groups
+        self._queue: queue.Queue[pa.Table | None] = queue.Queue(maxsize=2)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="row-groups", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (part := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    self.groups.add(part)
+                except BaseException as exc:
+                    self._error = exc
+
+    def put(self, part: pa.Table) -> None:
+        """Queue ``part`` (blocks while two wait)."""
+        self._queue.put(part)
+
+    def join(self) -> None:
+        """Wait until every queued part is written; re-raise the writer's error."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
 
 
 @dataclass
 class StreamedTable:
-    """A table checked block by block; its rows are read again when it is written."""
+    """A table checked block by block, held for the writer (see the module docstring)."""
 
     name: str
     rel: str
@@ -88,6 +245,57 @@ class StreamedTable:
     in order of first appearance (schema fields first, then ``extra.<name>``)."""
     referenced: set[str] = field(default_factory=set)
     """The request ids other tables refer to that this table holds."""
+    held: list[_Held] = field(default_factory=list)
+    held_bytes: int = 0
+    spill: _Spill | None = None
+    groups: _RowGroups | None = None
+    """The table's Parquet member being written."""
+    early: _Background | None = None
+    """Writes the table's first row groups while the survey reads on, as long as every
+    block so far is final (nothing to scrub); None once one is not."""
+
+    def hold(self, block: _Held) -> None:
+        """Keep ``block`` for the writer: written at once while every block so far is
+        final, else held in memory while under ``limits.hold_bytes``, else spilled."""
+        if self.early is not None:
+            if block.part is not None:
+                if block.part.num_rows:
+                    self.early.put(block.part)
+                return
+            self.early.join()  # the blocks from here on wait for the primed sanitizer
+            self.early = None
+        part = block.part
+        if part is not None and part.num_rows:
+            size = int(part.nbytes)
+            if self.held_bytes + size > self.limits.hold_bytes:
+                if self.spill is None:
+                    self.spill = _Spill(part.schema)
+                self.spill.put(part)
+                block.part, block.spilled = None, True
+            else:
+                self.held_bytes += size
+        self.held.append(block)
+
+    def close(self) -> None:
+        """Let go of held rows, stop the writing thread, remove the temporary files."""
+        self.held.clear()
+        if self.early is not None:
+            with contextlib.suppress(Exception):
+                self.early.join()
+            self.early = None
+        if self.groups is not None:
+            self.groups.close()
+            self.groups = None
+        if self.spill is not None:
+            self.spill.close()
+            self.spill = None
+
+    def _open(self, tree: ConfinedTree) -> int:
+        tree.files[self.rel] = self.identity
+        try:
+            return tree.open(self.rel)
+        except (ChangedFileError, OSError):
+            raise self._changed() from None  # replaced, removed, now a link
 
     def blocks(self) -> Iterator[ColumnTable]:
         """The table's blocks again, as :func:`survey` read them.
@@ -96,21 +304,50 @@ class StreamedTable:
             CampaignError: the file is no longer the file surveyed.
         """
         digest = hashlib.sha256()
-        with ConfinedTree(self.root) as tree:
-            tree.files[self.rel] = self.identity
-            try:
-                fd = tree.open(self.rel)
-            except (ChangedFileError, OSError):
-                raise self._changed() from None  # replaced, removed, now a link
-            with os.fdopen(fd, "rb") as fh:
-                for line, data in _blocks(fh, self.limits.block_bytes, digest):
-                    # Nothing read here is kept unless the digest below matches.
-                    ct = read_jsonl_block(data, self.name, line, again=True)
-                    if ct is None:
-                        raise self._changed()
-                    yield ct
+        with ConfinedTree(self.root) as tree, os.fdopen(self._open(tree), "rb") as fh:
+            for line, _, data in _blocks(fh, self.limits.block_bytes, digest):
+                # Nothing read here is kept unless the digest below matches.
+                ct = read_jsonl_block(data, self.name, line, again=True)
+                if ct is None:
+                    raise self._changed()
+                yield ct
         if digest.hexdigest() != self.sha256:
             raise self._changed()
+
+    def parts(self, convert: Any) -> Iterator[pa.Table]:
+        """The held blocks in file order, as Parquet-ready tables; a block to scrub is read
+        again (its SHA-256 must be the survey's) and converted by ``convert(ColumnTable)``.
+
+        Raises:
+            CampaignError: a block read again is no longer the block surveyed.
+        """
+        with ConfinedTree(self.root) as tree:
+            fh: BinaryIO | None = None
+            try:
+                for i, block in enumerate(self.held):
+                    self.held[i] = _Held(0)  # let go of the rows as they are handed out
+                    if block.part is not None:
+                        yield block.part
+                    elif block.spilled:
+                        assert self.spill is not None
+                        yield self.spill.get()
+                    elif block.rows:
+                        if fh is None:
+                            fh = os.fdopen(self._open(tree), "rb")
+                        yield convert(self._again(fh, block))
+            finally:
+                if fh is not None:
+                    fh.close()
+
+    def _again(self, fh: BinaryIO, block: _Held) -> ColumnTable:
+        fh.seek(block.offset)
+        data = fh.read(block.length)
+        if hashlib.sha256(data).digest() != block.digest:
+            raise self._changed()
+        ct = read_jsonl_block(data, self.name, block.first_line, again=True)
+        if ct is None:
+            raise self._changed()
+        return ct
 
     def _changed(self) -> CampaignError:
         return CampaignError(
@@ -119,10 +356,11 @@ class StreamedTable:
         )
 
 
-def _blocks(fh: BinaryIO, size: int, digest: Any) -> Iterator[tuple[int, bytes]]:
-    """(first line number, whole lines) of ``fh``, about ``size`` bytes each, hashed."""
+def _blocks(fh: BinaryIO, size: int, digest: Any) -> Iterator[tuple[int, int, bytes]]:
+    """(first line number, offset, whole lines) of ``fh``, about ``size`` bytes each, hashed."""
     carry = b""
     line = 1
+    offset = 0
     while chunk := fh.read(size):
         digest.update(chunk)
         cut = chunk.rfind(b"\n") + 1
@@ -131,10 +369,11 @@ def _blocks(fh: BinaryIO, size: int, digest: Any) -> Iterator[tuple[int, bytes]]
             continue
         block = carry + chunk[:cut] if carry else chunk[:cut]
         carry = chunk[cut:]
-        yield line, block
+        yield line, offset, block
+        offset += len(block)
         line += block.count(b"\n")
     if carry:
-        yield line, carry
+        yield line, offset, carry
 
 
 def _hash64(arr: pa.Array[Any]) -> np.ndarray[Any, Any]:
@@ -178,18 +417,86 @@ def _scrub_columns(name: str, ct: ColumnTable) -> Iterator[tuple[str, pa.Array[A
             yield f"{EXTRA_COLUMN}.{u.name}", u.values
 
 
-def _pick(san: Sanitizer, arr: pa.Array[Any], into: dict[str, int]) -> None:
+def _redacted_columns(name: str, ct: ColumnTable) -> bool:
+    """Whether the block has a secret-named string column with a value (redacted whole)."""
+    props = table_schema(name)["properties"]
+    for f in arrow_schema(name):
+        secret = f.name != EXTRA_COLUMN and scrubbable(props[f.name]) and is_secret_name(f.name)
+        if secret and ct.column(f.name).null_count < ct.num_rows:
+            return True
+    return any(
+        pa.types.is_string(u.values.type)
+        and is_secret_name(u.name.rsplit(".", 1)[-1])
+        and u.values.null_count < len(u.values)
+        for u in ct.unknown
+    )
+
+
+def _picked(san: Sanitizer, arr: pa.Array[Any]) -> dict[str, int]:
+    """The distinct values of ``arr`` the sanitizer must see, with their row counts, in
+    order of first appearance."""
     enc: Any = pc.dictionary_encode(arr)
     uniques, indices = enc.dictionary, enc.indices
     if len(uniques) == 0:
-        return
+        return {}
     picked = san.picks(uniques)
     if len(picked) == 0:
-        return
+        return {}
     counts = np.bincount(indices.drop_null().to_numpy(), minlength=len(uniques))
-    for i in picked.tolist():
-        text = uniques[i].as_py()
-        into[text] = into.get(text, 0) + int(counts[i])
+    return {uniques[i].as_py(): int(counts[i]) for i in picked.tolist()}
+
+
+@dataclass
+class _Surveyed:
+    """What one block's survey found (computed in a worker thread)."""
+
+    rows: int
+    hashes: np.ndarray[Any, Any]
+    problems: list[Problem]
+    referenced: list[str]
+    unknown: list[str]
+    picks: list[tuple[str, dict[str, int]]]
+    part: pa.Table | None
+    digest: bytes
+
+
+@dataclass(frozen=True)
+class _Context:
+    name: str
+    rel: str
+    attempts: set[str]
+    arms: set[str]
+    probe: pa.Array[Any]
+    san: Sanitizer
+
+
+def _survey_block(ctx: _Context, data: bytes, line: int) -> _Surveyed | None:
+    """Pass 1 over one block; None when it is not surely valid."""
+    ct = read_jsonl_block(data, ctx.name, line)
+    if ct is None:
+        return None
+    ids = ct.column("request_id")
+    referenced: list[str] = []
+    if len(ctx.probe):
+        found = pc.filter(ctx.probe, pc.is_in(ctx.probe, value_set=ids)).to_pylist()
+        referenced = [v for v in found if isinstance(v, str)]
+    picks = [(f, _picked(ctx.san, arr)) for f, arr in _scrub_columns(ctx.name, ct)]
+    # The picks are a superset (an RE2 gate per rule); a value no rule changes is left
+    # as it is, counted nowhere and numbered never, whatever the other blocks hold.
+    # Nothing changes the sanitizer during the survey, so workers may ask it.
+    changing = any(ctx.san.would_change(t) for _, p in picks for t in p)
+    final = not changing and not _redacted_columns(ctx.name, ct)
+    return _Surveyed(
+        rows=ct.num_rows,
+        hashes=_hash64(ids),
+        problems=receipt_block_checks(TableView(ctx.rel, columns=ct), ctx.attempts, ctx.arms),
+        referenced=referenced,
+        unknown=[u.name for u in ct.unknown],
+        picks=picks,
+        # Nothing in this block is scrubbed, whatever the others hold: its rows are final.
+        part=to_bundle_table(ctx.name, ct) if final else None,
+        digest=b"" if final else hashlib.sha256(data).digest(),
+    )
 
 
 def survey(  # noqa: PLR0917
@@ -207,27 +514,36 @@ def survey(  # noqa: PLR0917
     and locates every problem).
     """
     attempts, arms, wanted = context
-    probe = pa.array(sorted(wanted), pa.string())
+    ctx = _Context(name, rel, attempts, arms, pa.array(sorted(wanted), pa.string()), san)
     fd = tree.open(rel)
     st = StreamedTable(name, rel, tree.root, tree.files[rel], limits)
+    st.groups = _RowGroups(arrow_schema(name), limits.row_group_rows)
+    st.early = _Background(st.groups)
     problems: list[Problem] = []
     hashes: list[np.ndarray[Any, Any]] = []
     digest = hashlib.sha256()
-    with os.fdopen(fd, "rb") as fh:
-        for line, data in _blocks(fh, limits.block_bytes, digest):
-            ct = read_jsonl_block(data, name, line)
-            if ct is None:
-                return None
-            st.num_rows += ct.num_rows
-            ids = ct.column("request_id")
-            hashes.append(_hash64(ids))
-            problems += receipt_block_checks(TableView(rel, columns=ct), attempts, arms)
-            if len(probe):
-                found = pc.filter(probe, pc.is_in(probe, value_set=ids)).to_pylist()
-                st.referenced.update(v for v in found if isinstance(v, str))
-            st.unknown += [u.name for u in ct.unknown if u.name not in st.unknown]
-            for fname, arr in _scrub_columns(name, ct):
-                _pick(san, arr, st.picked.setdefault(fname, {}))
+    ok = False
+    inflight: deque[tuple[int, int, int, Future[_Surveyed | None]]] = deque()
+    pool = ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="survey")
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            for line, offset, data in _blocks(fh, limits.block_bytes, digest):
+                inflight.append(
+                    (line, offset, len(data), pool.submit(_survey_block, ctx, data, line))
+                )
+                del data
+                # At most one block waits beyond those being surveyed (bounded memory).
+                while len(inflight) > limits.workers:
+                    if not _merge(st, inflight.popleft(), hashes, problems):
+                        return None
+            while inflight:
+                if not _merge(st, inflight.popleft(), hashes, problems):
+                    return None
+        ok = True
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        if not ok:
+            st.close()
     st.sha256 = digest.hexdigest()
     # Scrubbed columns in whole-table order: schema fields, then unknown ones as first met.
     order = [f for f in st.picked if not f.startswith(f"{EXTRA_COLUMN}.")]
@@ -240,6 +556,30 @@ def survey(  # noqa: PLR0917
     if same.any():
         problems += _duplicates(st, np.unique(everything[1:][same]))
     return st, problems
+
+
+def _merge(
+    st: StreamedTable,
+    item: tuple[int, int, int, Future[_Surveyed | None]],
+    hashes: list[np.ndarray[Any, Any]],
+    problems: list[Problem],
+) -> bool:
+    """Add one block's survey to ``st``, in file order; False when the block was not sure."""
+    line, offset, length, fut = item
+    got = fut.result()
+    if got is None:
+        return False
+    st.num_rows += got.rows
+    hashes.append(got.hashes)
+    problems += got.problems
+    st.referenced.update(got.referenced)
+    st.unknown += [u for u in got.unknown if u not in st.unknown]
+    for fname, picked in got.picks:
+        into = st.picked.setdefault(fname, {})
+        for text, n in picked.items():
+            into[text] = into.get(text, 0) + n
+    st.hold(_Held(got.rows, got.part, False, offset, length, line, got.digest))
+    return True
 
 
 def _duplicates(st: StreamedTable, colliding: np.ndarray[Any, Any]) -> list[Problem]:
@@ -257,34 +597,34 @@ def _duplicates(st: StreamedTable, colliding: np.ndarray[Any, Any]) -> list[Prob
     ]
 
 
-def write_parquet(st: StreamedTable, san: Sanitizer, out: Path, options: dict[str, Any]) -> None:
-    """Pass 2: the table's Parquet member into ``out``, scrubbed, row group by row group.
+def write_parquet(st: StreamedTable, san: Sanitizer) -> BinaryIO:
+    """Pass 2: the rest of the table's Parquet member, scrubbed, row group by row group;
+    the member's temporary file (at its end), which the caller closes.
 
-    ``san`` must have been primed with ``st.picked`` (:meth:`Sanitizer.prime_column`);
-    ``options`` are ``pyarrow.parquet.write_table``'s, less ``row_group_size``.
+    ``san`` must have been primed with ``st.picked`` (:meth:`Sanitizer.prime_column`).
+    The held rows are let go as they are written.
     """
     member = f"tables/{st.name}.parquet"
 
     def scrub(fname: str, arr: pa.Array[Any]) -> pa.Array[Any]:
         return san.scrub_arrow(arr, member, fname, count=False)
 
-    rows = st.limits.row_group_rows
-    pending: list[pa.Table] = []
-    held = 0
-    with pq.ParquetWriter(str(out), arrow_schema(st.name), **options) as writer:
-        for ct in st.blocks():
-            part = to_bundle_table(st.name, ct, scrub=scrub)
-            pending.append(part)
-            held += part.num_rows
-            while held >= rows:
-                whole = pa.concat_tables(pending)
-                writer.write_table(whole.slice(0, rows).combine_chunks(), row_group_size=rows)
-                rest = whole.slice(rows)
-                pending = [rest] if rest.num_rows else []
-                held -= rows
-        if held:
-            writer.write_table(pa.concat_tables(pending).combine_chunks(), row_group_size=rows)
-    pending.clear()
+    def convert(ct: ColumnTable) -> pa.Table:
+        return to_bundle_table(st.name, ct, scrub=scrub)
+
+    if st.early is not None:
+        st.early.join()
+        st.early = None
+    groups = st.groups
+    assert groups is not None, "written once"
+    try:
+        for part in st.parts(convert):
+            groups.add(part)
+        out = groups.finish()
+        st.groups = None  # the caller owns the file now
+    finally:
+        st.close()
     # Arrow's allocator keeps freed row groups for reuse; the container, written next,
     # needs the room (10M seed rows: the seal's peak is at its end).
     pa.default_memory_pool().release_unused()
+    return out

@@ -27,6 +27,7 @@ from bundler._internal.timefmt import RFC3339, parse_rfc3339_ns
 
 __all__ = [
     "EXTRA_COLUMN",
+    "PARQUET_OPTIONS",
     "TABLE_FORMAT_VERSION",
     "TABLE_NAMES",
     "RowError",
@@ -85,6 +86,21 @@ class RowError:
     index: int
     field: str
     message: str
+
+
+PARQUET_OPTIONS: dict[str, Any] = {
+    "compression": "zstd",
+    "compression_level": 1,
+    "use_dictionary": True,
+    "write_statistics": True,
+    "row_group_size": 1 << 18,
+    "data_page_version": "1.0",
+}
+"""``pyarrow.parquet.write_table`` options of every table member (``specs/bundle-format.md``).
+zstd level 1 and row groups of 2^18 rows since issue 22 (level 9 and 2^20 before): on a
+million seed-shaped receipts level 9 took 2.2 s against 0.5 s for 48.6 against 48.7 MB,
+and row groups small enough to be written while the rest of a large table is still
+being read cost 3.5 % more bytes (50.4 MB)."""
 
 
 def table_schema(name: str) -> dict[str, Any]:
