@@ -335,3 +335,31 @@ def test_unknown_object_field_goes_per_row_and_seals_alike(tmp_path: Path) -> No
     col, row = _both(camp)
     assert isinstance(col, bytes)
     assert col == row
+
+
+_LEXICAL = {
+    "duplicate boolean key": '"killed": true, "killed": false',
+    "duplicate number key": '"exit_s": 1.5, "exit_s": 2.5',
+    "exponent integer": '"exit_code": 1e2',
+    "integer beyond int64": '"exit_code": 9223372036854775808',
+    "negative zero": '"exit_s": -0.0, "exit_code": -0',
+    "double overflow": '"exit_s": 1E400',
+    "double underflow": '"exit_s": 1e-400',
+    "boolean in capitals": '"killed": True',
+    "string boolean": '"killed": "true"',
+}
+
+
+@pytest.mark.parametrize("case", sorted(_LEXICAL))
+def test_json_spellings_are_sealed_or_reported_as_per_row(tmp_path: Path, case: str) -> None:
+    """Spellings the two JSON readers might see differently: bytes or problems as per row."""
+    rows = [json.dumps(r) for r in _honest("worker_exits", 6)]
+    for i in (1, 4):
+        r = json.loads(rows[i])
+        for k in ("killed", "exit_s", "exit_code"):
+            if f'"{k}"' in _LEXICAL[case]:
+                r.pop(k, None)
+        rows[i] = json.dumps(r)[:-1] + ", " + _LEXICAL[case] + "}"
+    camp = _campaign(tmp_path / "c", "worker_exits.jsonl", "\n".join(rows) + "\n")
+    col, row = _both(camp)
+    assert col == row
