@@ -1,4 +1,4 @@
-"""Columnar reading and checking of large tables (receipts) with Arrow's readers.
+"""Columnar reading and checking of large tables (receipts, telemetry, worker exits).
 
 The per-row path (``bundler/campaign/load.py``: Python ``json``/``csv`` into row dicts,
 then ``check_rows``) costs ~35 s for a million receipts, nearly all of it
@@ -34,7 +34,8 @@ import pyarrow.csv as pcsv
 import pyarrow.json as pjson
 
 from bundler.campaign.extra import JCS_MAX_INT, UnknownColumn, extra_column
-from bundler.format.columns import all_true, column_kinds, numbers_ok, strings_ok
+from bundler.campaign.table_columns import csv_booleans, field_kinds, is_boolean
+from bundler.format.columns import all_true, numbers_ok, strings_ok
 from bundler.format.tables import (
     EXTRA_COLUMN,
     arrow_schema,
@@ -54,8 +55,10 @@ __all__ = [
     "to_bundle_table",
 ]
 
-COLUMNAR_TABLES = frozenset({"receipts"})
-"""Tables read column-wise when possible; the others are small and stay per-row."""
+COLUMNAR_TABLES = frozenset({"receipts", "telemetry", "worker_exits"})
+"""Tables read column-wise when possible (the large ones whose every field and cross check
+has a column-wise form); the others stay per-row. ``comparisons`` is large but not here:
+its ``metrics`` object, and the cross checks that read its rows, have no column form yet."""
 
 JSON_BLOCK_BYTES = 16 << 20
 """A streamed table is read, checked and converted this many bytes (of whole lines) at a time."""
@@ -131,7 +134,7 @@ def _plan(name: str) -> dict[str, tuple[dict[str, Any], list[str], bool]] | None
     required = set(schema.get("required", []))
     out = {}
     for field, prop in schema["properties"].items():
-        kinds = column_kinds(prop)
+        kinds = field_kinds(prop)
         if kinds is None:
             return None
         out[field] = (prop, kinds, field in required)
@@ -142,6 +145,8 @@ def _read_type(kinds: list[str]) -> Any:
     kind = next(k for k in kinds if k != "null")
     if kind == "integer":
         return pa.int64()
+    if is_boolean(kinds):
+        return pa.bool_()
     return pa.float64() if kind == "number" else pa.string()
 
 
@@ -378,6 +383,8 @@ def _from_csv_text(arr: pa.Array[Any], kinds: list[str]) -> pa.Array[Any] | None
     kind = next(k for k in kinds if k != "null")
     if kind == "string":
         return arr
+    if is_boolean(kinds):
+        return csv_booleans(arr)
     pattern = _INTEGER if kind == "integer" else _NUMBER
     if not all_true(pc.match_substring_regex(arr, pattern)):
         return None  # '+5', ' 5', '1_0', '٣', 'nan': the per-row path decides
