@@ -252,6 +252,9 @@ _UNKNOWN_NULLS = {
     "spacing around the colon": [', "npu" :\tnull', ', "npu":1.5', ""],
     "null only": [', "npu": null', ""],
     "string and null": [', "npu": "x"', ', "npu": null', ""],
+    # The key's text elsewhere: a value equal to the name, an escaped quote before it.
+    "key text as a value": [', "npu": null, "note": "npu"', ', "note": "npu"', ', "npu": 2'],
+    "key text after an escaped quote": [', "note": "x\\"npu", "npu": null', ', "npu": 3', ""],
 }
 
 
@@ -264,6 +267,19 @@ def test_unknown_nulls_are_told_from_absent_column_wise(tmp_path: Path, case: st
     camp = write_campaign(tmp_path / "c")
     (camp / "receipts.jsonl").write_text(text, encoding="utf-8")
     assert read_columnar(camp / "receipts.jsonl", "receipts") is not None
+    col, row = _both(camp)
+    assert isinstance(col, bytes)
+    assert col == row
+
+
+def test_a_duplicate_unknown_key_seals_as_per_row(tmp_path: Path) -> None:
+    """``"npu": 1, "npu": null`` on one line: whichever path reads it (the column-wise
+    reader cannot tell the member's spelling apart and declines), the bytes are per-row's."""
+    rows = [json.dumps(r) for r in receipts()]
+    tails = [', "npu": 1, "npu": null', ', "npu": null', ""]
+    text = "".join(r[:-1] + tails[i % len(tails)] + "}\n" for i, r in enumerate(rows))
+    camp = write_campaign(tmp_path / "c")
+    (camp / "receipts.jsonl").write_text(text, encoding="utf-8")
     col, row = _both(camp)
     assert isinstance(col, bytes)
     assert col == row

@@ -255,14 +255,14 @@ def _present(
         return out
     if _escaped_key_null(data):
         return None
-    maybe = [n for n in with_nulls if re.search(_null_member(n).encode("utf-8"), data)]
-    if not maybe:
-        return out
-    if not all(_PLAIN_NAME.match(n) for n in maybe):
-        return None
-    for n in maybe:
+    for n in with_nulls:
+        starts = _null_members(data, n, len(arrays[n]) - arrays[n].null_count)
+        if starts is None:
+            return None
+        if not starts:
+            continue
         mask = out[n].to_numpy(zero_copy_only=False).copy()
-        rows = _rows_matching(data, n, newlines)
+        rows = np.searchsorted(newlines, np.array(starts, dtype=np.int64))
         if mask[rows].any():
             return None  # a value Arrow read where the text says null: not sure
         mask[rows] = True
@@ -270,24 +270,32 @@ def _present(
     return out
 
 
-def _rows_matching(data: bytes, name: str, newlines: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """The line numbers (from 0) holding ``"name": null`` in any spacing; ``newlines``:
-    the offset of every line break of ``data``."""
-    # The usual spelling is found with bytes.find; RE2, in one pass over the whole text,
-    # counts every spelling; only when they differ does Python's regex walk the file.
-    whole: Any = pa.LargeStringArray.from_buffers(
-        1, pa.py_buffer(np.array([0, len(data)], np.int64).tobytes()), pa.py_buffer(data)
-    )
-    total = pc.count_substring_regex(whole, _null_member(name))[0].as_py()
-    literal = f'"{name}": null'.encode()
-    starts: list[int] = []
-    at = data.find(literal)
-    while at >= 0:
-        starts.append(at)
-        at = data.find(literal, at + len(literal))
-    if len(starts) != total:
-        starts = [m.start() for m in re.finditer(_null_member(name).encode("utf-8"), data)]
-    return np.searchsorted(newlines, np.array(starts, dtype=np.int64))
+def _null_members(data: bytes, name: str, values: int) -> list[int] | None:
+    """Offsets of every ``"name": null`` member (any spacing) in ``data``, where Arrow read
+    ``values`` non-null values of ``name``; None when they cannot be told apart.
+
+    Counting is cheaper than searching: every value read has its key's text
+    ``"name"``, and so has every null member. When the text occurs exactly ``values``
+    times there is no null member; when it occurs ``values`` times more than the usual
+    spelling ``"name": null``, those are all of them (no key is spelled with an escape
+    before a null: checked by the caller). Otherwise a regular expression walks the text.
+    """
+    if _PLAIN_NAME.match(name):
+        keys = data.count(f'"{name}"'.encode())
+        if keys == values:
+            return []
+        literal = f'"{name}": null'.encode()
+        starts: list[int] = []
+        at = data.find(literal)
+        while at >= 0:
+            starts.append(at)
+            at = data.find(literal, at + len(literal))
+        if keys == values + len(starts):
+            return starts
+    found = [m.start() for m in re.finditer(_null_member(name).encode("utf-8"), data)]
+    if found and not _PLAIN_NAME.match(name):
+        return None  # a quote or an escape in the name: the text alone cannot say
+    return found
 
 
 def _line_breaks(data: bytes) -> tuple[np.ndarray[Any, Any], int] | None:

@@ -236,7 +236,8 @@ class StreamedTable:
     root: Path
     identity: FileIdentity
     limits: StreamLimits
-    sha256: str = ""
+    stamp: tuple[int, int] = (0, 0)
+    """(size, modification time in ns) of the file when the survey read it."""
     num_rows: int = 0
     unknown: list[str] = field(default_factory=list)
     """Unknown field names, in order of first appearance."""
@@ -298,21 +299,23 @@ class StreamedTable:
             raise self._changed() from None  # replaced, removed, now a link
 
     def blocks(self) -> Iterator[ColumnTable]:
-        """The table's blocks again, as :func:`survey` read them.
+        """The table's blocks again, as :func:`survey` read them (to locate duplicate ids:
+        nothing read here is sealed, so the file is recognised by identity, size and
+        modification time rather than hashed again).
 
         Raises:
             CampaignError: the file is no longer the file surveyed.
         """
-        digest = hashlib.sha256()
         with ConfinedTree(self.root) as tree, os.fdopen(self._open(tree), "rb") as fh:
-            for line, _, data in _blocks(fh, self.limits.block_bytes, digest):
-                # Nothing read here is kept unless the digest below matches.
+            if _stamp(fh) != self.stamp:
+                raise self._changed()
+            for line, _, data in _blocks(fh, self.limits.block_bytes):
                 ct = read_jsonl_block(data, self.name, line, again=True)
                 if ct is None:
                     raise self._changed()
                 yield ct
-        if digest.hexdigest() != self.sha256:
-            raise self._changed()
+            if _stamp(fh) != self.stamp:
+                raise self._changed()
 
     def parts(self, convert: Any) -> Iterator[pa.Table]:
         """The held blocks in file order, as Parquet-ready tables; a block to scrub is read
@@ -356,13 +359,17 @@ class StreamedTable:
         )
 
 
-def _blocks(fh: BinaryIO, size: int, digest: Any) -> Iterator[tuple[int, int, bytes]]:
-    """(first line number, offset, whole lines) of ``fh``, about ``size`` bytes each, hashed."""
+def _stamp(fh: BinaryIO) -> tuple[int, int]:
+    st = os.fstat(fh.fileno())
+    return st.st_size, st.st_mtime_ns
+
+
+def _blocks(fh: BinaryIO, size: int) -> Iterator[tuple[int, int, bytes]]:
+    """(first line number, offset, whole lines) of ``fh``, about ``size`` bytes each."""
     carry = b""
     line = 1
     offset = 0
     while chunk := fh.read(size):
-        digest.update(chunk)
         cut = chunk.rfind(b"\n") + 1
         if cut == 0:
             carry += chunk  # a line longer than a block: read on
@@ -521,13 +528,13 @@ def survey(  # noqa: PLR0917
     st.early = _Background(st.groups)
     problems: list[Problem] = []
     hashes: list[np.ndarray[Any, Any]] = []
-    digest = hashlib.sha256()
     ok = False
     inflight: deque[tuple[int, int, int, Future[_Surveyed | None]]] = deque()
     pool = ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="survey")
     try:
         with os.fdopen(fd, "rb") as fh:
-            for line, offset, data in _blocks(fh, limits.block_bytes, digest):
+            st.stamp = _stamp(fh)
+            for line, offset, data in _blocks(fh, limits.block_bytes):
                 inflight.append(
                     (line, offset, len(data), pool.submit(_survey_block, ctx, data, line))
                 )
@@ -544,7 +551,6 @@ def survey(  # noqa: PLR0917
         pool.shutdown(wait=True, cancel_futures=True)
         if not ok:
             st.close()
-    st.sha256 = digest.hexdigest()
     # Scrubbed columns in whole-table order: schema fields, then unknown ones as first met.
     order = [f for f in st.picked if not f.startswith(f"{EXTRA_COLUMN}.")]
     order += [f"{EXTRA_COLUMN}.{u}" for u in st.unknown if f"{EXTRA_COLUMN}.{u}" in st.picked]
