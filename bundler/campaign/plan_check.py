@@ -252,6 +252,60 @@ def _budgets(
     return budgets, expected
 
 
+def _suffix_nominal(budgets: Sequence[SlotBudget]) -> list[float]:
+    """``out[i]``: the nominal seconds of every position after index ``i``."""
+    out = [0.0] * len(budgets)
+    rest = 0.0
+    for i in range(len(budgets) - 1, -1, -1):
+        out[i] = rest
+        rest += budgets[i].nominal_s
+    return out
+
+
+# Relative and absolute slack on the bound below: summing n non-negative doubles errs by
+# at most about n x 2**-53 of the sum (under 2e-12 at MAX_ARM_POSITIONS), plus one
+# subnormal step per rounding for values near 0.
+_NO_LOSS_REL = 1e-6
+_NO_LOSS_ABS = 1e-300
+
+
+def _later_losses(
+    i: int,
+    budgets: Sequence[SlotBudget],
+    *,
+    t: _Timeouts,
+    expected: Mapping[str, float],
+    end: float,
+    soft: float,
+    fired_reservation: bool,
+    rest_nominal: float,
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Servers after position ``i`` with no samples, and those cut short."""
+    later = budgets[i + 1 :] if i + 1 < len(budgets) else ()
+    if fired_reservation:
+        return tuple(b.slot.server for b in later), ()
+    # Every later position ends, nominally, by end + rest_nominal. When that sum is
+    # clear of the soft TERM by more than its rounding error, no later position can
+    # reach it, and the walk below (which costs as much as the positions after this
+    # one, for every position: quadratic over the plan) would name no server.
+    if (end + rest_nominal) * (1 + _NO_LOSS_REL) + _NO_LOSS_ABS < soft:
+        return (), ()
+    starved: list[str] = []
+    cut: list[str] = []
+    # Accumulated one position at a time, as each is reached: the same doubles (and so
+    # the same verdicts at a boundary) as the plan check has always computed.
+    tt = end
+    for b in later:
+        s = b.slot
+        first_measured = tt + t.startup + (s.warmups + 1) * expected[s.arm]
+        if first_measured >= soft:
+            starved.append(s.server)
+        elif tt + b.nominal_s > soft:
+            cut.append(s.server)
+        tt += b.nominal_s
+    return tuple(starved), tuple(cut)
+
+
 def _scenario(
     i: int,
     budgets: Sequence[SlotBudget],
@@ -259,11 +313,12 @@ def _scenario(
     t: _Timeouts,
     res: Reservation | None,
     expected: Mapping[str, float],
-    elapsed_s: float,
+    start: float,
+    rest_nominal: float,
 ) -> StuckScenario:
+    """Position ``i`` stuck; ``start`` and ``rest_nominal``: nominal seconds before and after it."""
     b = budgets[i]
     slot = b.slot
-    start = elapsed_s + sum(x.nominal_s for x in budgets[:i])
     ready = start + t.startup
     dl: dict[str, float] = {"request": ready + t.request}
     if t.wave is not None:
@@ -284,19 +339,18 @@ def _scenario(
     else:
         end = at + b.teardown_s
     clean = fires != "reservation" and end <= soft
-    starved: list[str] = []
-    cut: list[str] = []
-    tt = end
-    for later in budgets[i + 1 :]:
-        s = later.slot
-        first_measured = tt + t.startup + (s.warmups + 1) * expected[s.arm]
-        if fires == "reservation" or first_measured >= soft:
-            starved.append(s.server)
-        elif tt + later.nominal_s > soft:
-            cut.append(s.server)
-        tt += later.nominal_s
+    starved, cut = _later_losses(
+        i,
+        budgets,
+        t=t,
+        expected=expected,
+        end=end,
+        soft=soft,
+        fired_reservation=fires == "reservation",
+        rest_nominal=rest_nominal,
+    )
     ordered = tuple(sorted(dl.items(), key=lambda kv: (kv[1], _RANK[kv[0]])))
-    return StuckScenario(slot, start, ordered, fires, at, end, clean, tuple(starved), tuple(cut))
+    return StuckScenario(slot, start, ordered, fires, at, end, clean, starved, cut)
 
 
 def _scenario_findings(sc: StuckScenario, res: Reservation | None) -> list[Finding]:
@@ -530,10 +584,24 @@ def _check(
     budgets, expected = _budgets(plan, slots, t, r)
     scenarios: list[StuckScenario] = []
     if len(budgets) == len(slots):
-        for i in range(len(budgets)):
-            sc = _scenario(i, budgets, t=t, res=res, expected=expected, elapsed_s=elapsed_s)
+        after = _suffix_nominal(budgets)
+        # The nominal seconds of the positions before each one, summed as it goes
+        # (a sum over each prefix again was quadratic in the positions), in the order
+        # Python 3.11's sum() added them: the same doubles.
+        before: float | int = 0
+        for i, b in enumerate(budgets):
+            sc = _scenario(
+                i,
+                budgets,
+                t=t,
+                res=res,
+                expected=expected,
+                start=elapsed_s + before,
+                rest_nominal=after[i],
+            )
             scenarios.append(sc)
             r.findings += _scenario_findings(sc, res)
+            before += b.nominal_s
         if res is not None:
             worst = _worst_case_finding(budgets, res, elapsed_s)
             if worst is not None:

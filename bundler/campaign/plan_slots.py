@@ -17,6 +17,7 @@ from typing import Any
 from bundler.format.plan_model import Plan
 
 __all__ = [
+    "MAX_ARM_POSITIONS",
     "MAX_PLANNED_REQUESTS",
     "MAX_SCHEDULED_REQUESTS",
     "SERVING_APIS",
@@ -34,6 +35,15 @@ The plan check multiplies counts by floats (a 400-digit count overflowed a doubl
 10**9 every count converts to a double exactly, and the check's cost
 does not grow with the counts (one slot per arm position, no loop over requests). Far
 above honest campaigns: issue 22 seals campaigns of 10 million receipts."""
+
+MAX_ARM_POSITIONS = 1_000
+"""Positions one plan's ``arm_order`` may have. The plan check's report names, for a stuck
+first request in each position, every later server that would lose samples: a plan whose
+reservation cannot hold a stuck request reports about n**2 / 2 servers for n positions
+(1,000: half a million names, a 32 MB ``--json`` report and 0.9 s; 4,000 positions took
+2.3 GB before this bound, measured 2026-12-03). A real campaign has a handful to a few
+hundred positions, each a server start-up. The bound is checked before any slot is
+built, so a plan file of millions of entries costs one pass over its list."""
 
 MAX_SCHEDULED_REQUESTS = 1_000_000
 """Requests ``bundle run`` and ``bundle rerun`` may schedule, over every arm position.
@@ -98,6 +108,11 @@ def _slots(
     # (3.0), which is no count here either way.
     if not isinstance(order, list) or not order or not all(isinstance(a, str) for a in order):
         raise PlanShapeError("arm_order must be a non-empty list of arm ids")
+    if len(order) > MAX_ARM_POSITIONS:
+        raise PlanShapeError(
+            f"arm_order has {len(order):,} positions; a plan may have at most "
+            f"{MAX_ARM_POSITIONS:,} (the plan check's report grows with their square)"
+        )
     warmups = _count(warmups_value, "warmups_per_server", 0)
     measured = _count(measured_value, "measured_per_server", 1)
     if servers is not None:

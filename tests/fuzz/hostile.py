@@ -22,7 +22,7 @@ in-toto statement rebuilt and signed again with the SAME author key. So
   ``tests/reference_server/campaign.py``): a payload ``input_reference`` that
   is absolute, climbs out with ``..`` or is a symbolic link out of
   ``--inputs``; hostile server and attempt names; warmup or measured counts
-  of 250,000 to 10**19 per server.
+  of 250,000 to 10**19 per server; an ``arm_order`` of 1,001 or 20,000 positions.
 
 Each family is a Hypothesis strategy (:data:`FAMILIES`); the properties they
 must satisfy are in ``tests/fuzz/properties.py`` (``check_hostile``).
@@ -636,6 +636,25 @@ def _plan_counts(draw: st.DrawFn, base: HostileBase) -> HostileCase:
     return _case(base, "plan-counts", f"{key} = {count}", edit, impossible=False, rerun=True)
 
 
+PLAN_POSITIONS = (1_001, 20_000)
+"""Arm positions past the bound on a plan's ``arm_order`` (``MAX_ARM_POSITIONS``, 1,000:
+1,001 just past it). Before the bound, the plan check of the reference plan, whose
+reservation cannot hold a stuck request after the sixth position, named every later
+server for each position: 20,000 positions held some 200 million names."""
+
+
+@st.composite
+def _plan_positions(draw: st.DrawFn, base: HostileBase) -> HostileCase:
+    # Only the plan member's size bounded arm_order; each position keeps one server name
+    # (the reference plan lists them), so the plan stays well-formed but for its length.
+    n = draw(st.sampled_from(PLAN_POSITIONS))
+    edit = base.edit()
+    order = list(edit.plan["arm_order"])
+    edit.plan["arm_order"] = [order[i % len(order)] for i in range(n)]
+    edit.plan["servers"] = [f"{arm}-{i + 1}" for i, arm in enumerate(edit.plan["arm_order"])]
+    return _case(base, "plan-positions", f"{n:,} arm positions", edit, impossible=False, rerun=True)
+
+
 FAMILIES: dict[str, tuple[str, Family]] = {
     "nonfinite": ("data", _nonfinite),
     "negative": ("data", _negative),
@@ -650,5 +669,6 @@ FAMILIES: dict[str, tuple[str, Family]] = {
     "rerun-input": ("rerun", _rerun_input),
     "rerun-names": ("rerun", _rerun_names),
     "plan-counts": ("rerun", _plan_counts),
+    "plan-positions": ("rerun", _plan_positions),
 }
 """Family name -> (which base it edits: ``data`` or ``rerun``, its strategy)."""

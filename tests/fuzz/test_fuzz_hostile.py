@@ -44,7 +44,7 @@ from tests.fuzz.hostile import (
 from tests.fuzz.profiles import FUZZ_CI
 from tests.fuzz.properties import check_hostile, live_markdown, prepare_sentinel, raw_unsafe
 
-CASES = {"names": 5, "rerun-names": 3, "rerun-input": 3, "plan-counts": 3}
+CASES = {"names": 5, "rerun-names": 3, "rerun-input": 3, "plan-counts": 3, "plan-positions": 3}
 DEFAULT_CASES = 2
 
 
