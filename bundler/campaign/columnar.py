@@ -125,7 +125,11 @@ class ColumnTable:
 
     def column(self, field: str) -> pa.Array[Any]:
         """The column ``field`` as one array."""
-        return self.table.column(field).combine_chunks()
+        col = self.table.column(field)
+        if col.num_chunks == 1:
+            one: pa.Array[Any] = col.chunk(0)  # already one array: no copy
+            return one
+        return col.combine_chunks()
 
 
 def _plan(name: str) -> dict[str, tuple[dict[str, Any], list[str], bool]] | None:

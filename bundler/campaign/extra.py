@@ -125,7 +125,10 @@ def extra_column(columns: Sequence[UnknownColumn], num_rows: int) -> pa.Array[An
         col = by_name[name]
         key = "," + jcs.dumps(name).decode("utf-8") + ":"
         text = pc.coalesce(_value_text(col.values), "null")
-        pieces.append(pc.if_else(col.present, pc.binary_join_element_wise(key, text, ""), ""))
+        piece = pc.binary_join_element_wise(key, text, "")
+        if pc.all(col.present).as_py() is False:  # absent somewhere: "" there
+            piece = pc.if_else(col.present, piece, "")
+        pieces.append(piece)
         any_present = col.present if any_present is None else pc.or_(any_present, col.present)
     # Every piece is a string (never null): pyarrow 26's null_handling="skip" drops rows
     # whose inputs are all null, so absent fields are "" and the leading comma is cut.

@@ -30,6 +30,7 @@ spill file on disk (about the Parquet member's table, uncompressed).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import queue
@@ -309,10 +310,12 @@ class StreamedTable:
         with ConfinedTree(self.root) as tree, os.fdopen(self._open(tree), "rb") as fh:
             if _stamp(fh) != self.stamp:
                 raise self._changed()
-            for line, _, data in _blocks(fh, self.limits.block_bytes):
+            line = 1
+            for _, data in _blocks(fh, self.limits.block_bytes):
                 ct = read_jsonl_block(data, self.name, line, again=True)
                 if ct is None:
                     raise self._changed()
+                line += ct.num_rows
                 yield ct
             if _stamp(fh) != self.stamp:
                 raise self._changed()
@@ -364,23 +367,51 @@ def _stamp(fh: BinaryIO) -> tuple[int, int]:
     return st.st_size, st.st_mtime_ns
 
 
-def _blocks(fh: BinaryIO, size: int) -> Iterator[tuple[int, int, bytes]]:
-    """(first line number, offset, whole lines) of ``fh``, about ``size`` bytes each."""
-    carry = b""
-    line = 1
+_PEEK = 64 << 10
+"""Bytes read before a block's planned end to find its last line break."""
+
+
+def _blocks(fh: BinaryIO, size: int) -> Iterator[tuple[int, bytes]]:
+    """(offset, whole lines) of ``fh``, about ``size`` bytes each (a JSON Lines block's
+    lines are its rows: the caller numbers them).
+
+    Each block is one ``pread`` of exactly its bytes: its end (the last line break
+    before ``size`` bytes, or the first after them for a longer line) is found in a
+    small window first, so no block is copied out of a larger read. Reads up to the
+    file's size when it was opened.
+    """
+    fd = fh.fileno()
+    total = os.fstat(fd).st_size
     offset = 0
-    while chunk := fh.read(size):
-        cut = chunk.rfind(b"\n") + 1
-        if cut == 0:
-            carry += chunk  # a line longer than a block: read on
-            continue
-        block = carry + chunk[:cut] if carry else chunk[:cut]
-        carry = chunk[cut:]
-        yield line, offset, block
-        offset += len(block)
-        line += block.count(b"\n")
-    if carry:
-        yield line, offset, carry
+    while offset < total:
+        end = _block_end(fd, offset, min(offset + size, total), total)
+        block = os.pread(fd, end - offset, offset)
+        if len(block) != end - offset:
+            return  # the file shrank: the caller's stamp check says so
+        yield offset, block
+        offset = end
+
+
+def _block_end(fd: int, start: int, planned: int, total: int) -> int:
+    """The offset just after the last line break in ``[start, planned)``; when there is
+    none (a line longer than a block), just after the first one from ``planned`` on;
+    ``total`` when there is no line break left."""
+    if planned >= total:
+        return total
+    hi = planned
+    while hi > start:  # backwards, a window at a time
+        lo = max(start, hi - _PEEK)
+        at = os.pread(fd, hi - lo, lo).rfind(b"\n")
+        if at >= 0:
+            return lo + at + 1
+        hi = lo
+    lo = planned
+    while lo < total:  # a line longer than a block: forwards to its end
+        at = os.pread(fd, _PEEK, lo).find(b"\n")
+        if at >= 0:
+            return lo + at + 1
+        lo += _PEEK
+    return total
 
 
 def _hash64(arr: pa.Array[Any]) -> np.ndarray[Any, Any]:
@@ -458,8 +489,9 @@ class _Surveyed:
     """What one block's survey found (computed in a worker thread)."""
 
     rows: int
+    columns: ColumnTable
+    """The block's rows, numbered from line 1 (the merge numbers them in the file)."""
     hashes: np.ndarray[Any, Any]
-    problems: list[Problem]
     referenced: list[str]
     unknown: list[str]
     picks: list[tuple[str, dict[str, int]]]
@@ -477,9 +509,9 @@ class _Context:
     san: Sanitizer
 
 
-def _survey_block(ctx: _Context, data: bytes, line: int) -> _Surveyed | None:
+def _survey_block(ctx: _Context, data: bytes) -> _Surveyed | None:
     """Pass 1 over one block; None when it is not surely valid."""
-    ct = read_jsonl_block(data, ctx.name, line)
+    ct = read_jsonl_block(data, ctx.name, 1)
     if ct is None:
         return None
     ids = ct.column("request_id")
@@ -495,8 +527,8 @@ def _survey_block(ctx: _Context, data: bytes, line: int) -> _Surveyed | None:
     final = not changing and not _redacted_columns(ctx.name, ct)
     return _Surveyed(
         rows=ct.num_rows,
+        columns=ct,
         hashes=_hash64(ids),
-        problems=receipt_block_checks(TableView(ctx.rel, columns=ct), ctx.attempts, ctx.arms),
         referenced=referenced,
         unknown=[u.name for u in ct.unknown],
         picks=picks,
@@ -529,22 +561,20 @@ def survey(  # noqa: PLR0917
     problems: list[Problem] = []
     hashes: list[np.ndarray[Any, Any]] = []
     ok = False
-    inflight: deque[tuple[int, int, int, Future[_Surveyed | None]]] = deque()
+    inflight: deque[tuple[int, int, Future[_Surveyed | None]]] = deque()
     pool = ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="survey")
     try:
         with os.fdopen(fd, "rb") as fh:
             st.stamp = _stamp(fh)
-            for line, offset, data in _blocks(fh, limits.block_bytes):
-                inflight.append(
-                    (line, offset, len(data), pool.submit(_survey_block, ctx, data, line))
-                )
+            for offset, data in _blocks(fh, limits.block_bytes):
+                inflight.append((offset, len(data), pool.submit(_survey_block, ctx, data)))
                 del data
                 # At most one block waits beyond those being surveyed (bounded memory).
                 while len(inflight) > limits.workers:
-                    if not _merge(st, inflight.popleft(), hashes, problems):
+                    if not _merge(st, ctx, inflight.popleft(), hashes, problems):
                         return None
             while inflight:
-                if not _merge(st, inflight.popleft(), hashes, problems):
+                if not _merge(st, ctx, inflight.popleft(), hashes, problems):
                     return None
         ok = True
     finally:
@@ -566,18 +596,22 @@ def survey(  # noqa: PLR0917
 
 def _merge(
     st: StreamedTable,
-    item: tuple[int, int, int, Future[_Surveyed | None]],
+    ctx: _Context,
+    item: tuple[int, int, Future[_Surveyed | None]],
     hashes: list[np.ndarray[Any, Any]],
     problems: list[Problem],
 ) -> bool:
     """Add one block's survey to ``st``, in file order; False when the block was not sure."""
-    line, offset, length, fut = item
+    offset, length, fut = item
     got = fut.result()
     if got is None:
         return False
+    line = st.num_rows + 1  # one row a line
+    ct = dataclasses.replace(got.columns, first_line=line)
+    problems += receipt_block_checks(TableView(st.rel, columns=ct), ctx.attempts, ctx.arms)
+    del ct
     st.num_rows += got.rows
     hashes.append(got.hashes)
-    problems += got.problems
     st.referenced.update(got.referenced)
     st.unknown += [u for u in got.unknown if u not in st.unknown]
     for fname, picked in got.picks:
