@@ -127,8 +127,7 @@ class ColumnTable:
         """The column ``field`` as one array."""
         col = self.table.column(field)
         if col.num_chunks == 1:
-            one: pa.Array[Any] = col.chunk(0)  # already one array: no copy
-            return one
+            return cast("pa.Array[Any]", col.chunk(0))  # already one array: no copy
         return col.combine_chunks()
 
 
