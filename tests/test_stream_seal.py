@@ -183,3 +183,36 @@ def test_a_receipts_file_changed_between_the_two_reads_stops_the_seal(
         ("receipts.jsonl", "changed while being sealed (read twice)")
     ]
     assert not out.exists()
+
+
+def test_addresses_in_request_ids_are_numbered_as_one_shot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Request ids are distinct by contract, so the streamed survey picks their values
+    to scrub without hashing the column: the pseudonyms are still numbered as the
+    one-shot and per-row paths number them (issue 22)."""
+    rows = _many_receipts(60)
+    for i, r in enumerate(rows):
+        r["request_id"] = f"10.0.{i % 3}.{i % 7}-r{i:04d}"  # distinct ids, repeated addresses
+    camp = write_campaign(tmp_path / "c", **{"receipts.jsonl": rows})
+    outs = {}
+    for name, limits in (("one", StreamLimits(min_bytes=NEVER)), ("streamed", SMALL_BLOCKS)):
+        out = tmp_path / f"{name}.bundle"
+        seal_campaign(camp, out, stream=limits)
+        outs[name] = out.read_bytes()
+    monkeypatch.setenv(PER_ROW_ENV, "1")
+    seal_campaign(camp, tmp_path / "row.bundle", stream=StreamLimits(min_bytes=NEVER))
+    assert outs["streamed"] == outs["one"] == (tmp_path / "row.bundle").read_bytes()
+    table = pq.read_table(
+        io.BytesIO(
+            next(
+                m.data
+                for m in read_container(tmp_path / "row.bundle")
+                if m.name == "tables/receipts.parquet"
+            )
+        )
+    )
+    ids = table.column("request_id").to_pylist()
+    # 21 distinct addresses (3 x 7), numbered in order of first appearance, row 0 first.
+    assert ids[0] == "<ip-1>-r0000" and ids[1] == "<ip-2>-r0001"
+    assert len({i.split("-r")[0] for i in ids}) == 21

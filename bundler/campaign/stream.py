@@ -470,9 +470,14 @@ def _redacted_columns(name: str, ct: ColumnTable) -> bool:
     )
 
 
-def _picked(san: Sanitizer, arr: pa.Array[Any]) -> dict[str, int]:
+def _picked(san: Sanitizer, arr: pa.Array[Any], unique: bool = False) -> dict[str, int]:
     """The distinct values of ``arr`` the sanitizer must see, with their row counts, in
-    order of first appearance."""
+    order of first appearance. ``unique``: the column's values are distinct (``request_id``:
+    a duplicate is a problem, and a table with problems is never written), so they are
+    not hashed to find it out."""
+    if unique:
+        rows = san.picks(arr)
+        return {arr[i].as_py(): 1 for i in rows.tolist()}
     enc: Any = pc.dictionary_encode(arr)
     uniques, indices = enc.dictionary, enc.indices
     if len(uniques) == 0:
@@ -519,7 +524,9 @@ def _survey_block(ctx: _Context, data: bytes) -> _Surveyed | None:
     if len(ctx.probe):
         found = pc.filter(ctx.probe, pc.is_in(ctx.probe, value_set=ids)).to_pylist()
         referenced = [v for v in found if isinstance(v, str)]
-    picks = [(f, _picked(ctx.san, arr)) for f, arr in _scrub_columns(ctx.name, ct)]
+    picks = [
+        (f, _picked(ctx.san, arr, f == "request_id")) for f, arr in _scrub_columns(ctx.name, ct)
+    ]
     # The picks are a superset (an RE2 gate per rule); a value no rule changes is left
     # as it is, counted nowhere and numbered never, whatever the other blocks hold.
     # Nothing changes the sanitizer during the survey, so workers may ask it.
