@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -74,6 +75,9 @@ def strings_ok(arr: pa.Array[Any], prop: dict[str, Any]) -> bool:  # noqa: PLR09
         if "pattern" in prop and not all_true(pc.match_substring_regex(valid, prop["pattern"])):
             return False
         if prop.get("format") == "date-time":
+            fixed = _millisecond_utc(valid)
+            if fixed is not None:
+                return fixed
             return all_true(pc.match_substring_regex(valid, _DATETIME))
     except pa.ArrowInvalid:  # a pattern RE2 cannot compile: let the per-row path decide
         return False
@@ -97,3 +101,35 @@ def numbers_ok(arr: pa.Array[Any], prop: dict[str, Any], kinds: list[str]) -> bo
         or ("exclusiveMinimum" in prop and lo <= prop["exclusiveMinimum"])
         or ("exclusiveMaximum" in prop and hi >= prop["exclusiveMaximum"])
     )
+
+
+# "YYYY-MM-DDTHH:MM:SS.fffZ": what the RFC 3339 pattern accepts at 24 characters (19 for
+# the date and time, then 5: ".fff" and "Z"; an offset takes 6). Per position: the bytes
+# allowed there, as an inclusive range or a few choices.
+_LAYOUT: tuple[tuple[int, int] | bytes, ...] = (
+    *[(0x30, 0x39)] * 4, b"-", *[(0x30, 0x39)] * 2, b"-", *[(0x30, 0x39)] * 2, b"Tt ",
+    *[(0x30, 0x39)] * 2, b":", *[(0x30, 0x39)] * 2, b":", (0x30, 0x35), (0x30, 0x39), b".",
+    *[(0x30, 0x39)] * 3, b"Zz",
+)  # fmt: skip
+
+
+def _millisecond_utc(valid: Any) -> bool | None:
+    """Whether every string of ``valid`` (no nulls) matches the RFC 3339 pattern, when they
+    all have its 24-character millisecond UTC form's length; None otherwise (the regular
+    expression decides). Position by position over the characters: no per-string call."""
+    arr = valid.cast(pa.string())
+    n = len(arr)
+    bufs = arr.buffers()
+    offsets = np.frombuffer(bufs[1], np.int32, count=n + 1, offset=arr.offset * 4)
+    if n == 0 or offsets[-1] - offsets[0] != 24 * n or not bool((np.diff(offsets) == 24).all()):
+        return None
+    chars = np.frombuffer(bufs[2], np.uint8)[offsets[0] : offsets[-1]].reshape(n, 24)
+    for i, allowed in enumerate(_LAYOUT):
+        col = chars[:, i]
+        if isinstance(allowed, tuple):
+            ok = (col - np.uint8(allowed[0])) <= np.uint8(allowed[1] - allowed[0])
+        else:
+            ok = np.logical_or.reduce([col == c for c in allowed])
+        if not bool(ok.all()):
+            return False
+    return True
