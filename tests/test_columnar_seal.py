@@ -255,6 +255,16 @@ _UNKNOWN_NULLS = {
     # The key's text elsewhere: a value equal to the name, an escaped quote before it.
     "key text as a value": [', "npu": null, "note": "npu"', ', "note": "npu"', ', "npu": 2'],
     "key text after an escaped quote": [', "note": "x\\"npu", "npu": null', ', "npu": 3', ""],
+    # At most half the rows null: only those lines are searched (issue 22).
+    "few nulls, odd spacing": [', "npu" :\tnull', ', "npu": 1', ', "npu": 2', ', "npu": 3'],
+    "few nulls, absent": ["", ', "npu": 1', ', "npu": 2'],
+    "few nulls, key text in strings": [
+        ', "npu": null, "note": "npu: null"',
+        ', "npu": 1, "note": "\\"npu\\" is null"',
+        ', "npu": 2',
+        ', "note": "say \\"npu\\" :null"',
+        ', "npu": 5',
+    ],
 }
 
 

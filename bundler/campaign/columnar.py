@@ -258,19 +258,41 @@ def _present(
         return out
     if _escaped_key_null(data):
         return None
+    lines: Any = None
     for n in with_nulls:
-        starts = _null_members(data, n, len(arrays[n]) - arrays[n].null_count)
-        if starts is None:
-            return None
-        if not starts:
-            continue
+        arr = arrays[n]
         mask = out[n].to_numpy(zero_copy_only=False).copy()
-        rows = np.searchsorted(newlines, np.array(starts, dtype=np.int64))
-        if mask[rows].any():
-            return None  # a value Arrow read where the text says null: not sure
-        mask[rows] = True
+        if _PLAIN_NAME.match(n) and 2 * arr.null_count <= len(arr):
+            # Few nulls: only their lines are searched. A line where Arrow read a value
+            # cannot also hold a null member of the same name: Arrow refuses a key given
+            # twice in one object.
+            if lines is None:
+                lines = _lines(data, newlines, len(arr))
+            nulls = np.flatnonzero(~mask)
+            hit = pc.match_substring_regex(lines.take(pa.array(nulls)), _null_member(n))
+            mask[nulls[hit.to_numpy(zero_copy_only=False)]] = True
+        else:
+            starts = _null_members(data, n, len(arr) - arr.null_count)
+            if starts is None:
+                return None
+            if not starts:
+                continue
+            rows = np.searchsorted(newlines, np.array(starts, dtype=np.int64))
+            if mask[rows].any():
+                return None  # a value Arrow read where the text says null: not sure
+            mask[rows] = True
         out[n] = pa.array(mask, pa.bool_())
     return out
+
+
+def _lines(data: bytes, newlines: np.ndarray[Any, Any], rows: int) -> Any:
+    """The ``rows`` lines of ``data`` as a string array over its bytes (no copy)."""
+    offsets = np.zeros(rows + 1, np.int64)
+    offsets[1 : len(newlines) + 1] = newlines[:rows] + 1
+    offsets[len(newlines) + 1 :] = len(data)  # a last line without a line break
+    return pa.LargeStringArray.from_buffers(
+        rows, pa.py_buffer(offsets.tobytes()), pa.py_buffer(data)
+    )
 
 
 def _null_members(data: bytes, name: str, values: int) -> list[int] | None:
