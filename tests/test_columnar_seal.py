@@ -262,7 +262,7 @@ _UNKNOWN_NULLS = {
         ', "npu": null, "note": "npu: null"',
         ', "npu": 1, "note": "\\"npu\\" is null"',
         ', "npu": 2',
-        ', "note": "say \\"npu\\" :null"',
+        ', "note": "say \\"npu\\" is :null"',
         ', "npu": 5',
     ],
 }
