@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -216,3 +218,79 @@ def test_addresses_in_request_ids_are_numbered_as_one_shot(
     # 21 distinct addresses (3 x 7), numbered in order of first appearance, row 0 first.
     assert ids[0] == "<ip-1>-r0000" and ids[1] == "<ip-2>-r0001"
     assert len({i.split("-r")[0] for i in ids}) == 21
+
+
+def _mixed_receipts(n: int, scrub_from: int) -> list[dict[str, Any]]:
+    """``n`` valid receipts; rows from ``scrub_from`` on carry an address to scrub (so
+    the blocks before are final and written while reading, the later ones are held)."""
+    rows = _many_receipts(n)
+    for i, r in enumerate(rows):
+        r["server"] = r["arm"] + "-1"
+        r["error"] = f"connect 10.9.9.{i % 5} refused" if i >= scrub_from else None
+    return rows
+
+
+@pytest.mark.parametrize("hold_bytes", [1 << 40, 0])
+@pytest.mark.parametrize("scrub_from", [0, 25, 1000])
+def test_written_held_and_spilled_blocks_make_the_one_shot_bytes(
+    tmp_path: Path, hold_bytes: int, scrub_from: int
+) -> None:
+    """Blocks written while reading (nothing to scrub so far), then held in memory or
+    spilled to the temporary IPC file (``hold_bytes`` 0: every held block spills), then
+    read again to scrub: the bundle is the one-shot bundle, byte for byte (issue 22)."""
+    camp = write_campaign(tmp_path / "c", **{"receipts.jsonl": _mixed_receipts(60, scrub_from)})
+    one = tmp_path / "one.bundle"
+    seal_campaign(camp, one, stream=StreamLimits(min_bytes=NEVER, row_group_rows=7))
+    streamed = tmp_path / "streamed.bundle"
+    limits = StreamLimits(min_bytes=0, block_bytes=700, row_group_rows=7, hold_bytes=hold_bytes)
+    seal_campaign(camp, streamed, stream=limits)
+    assert streamed.read_bytes() == one.read_bytes()
+
+
+def test_one_or_four_workers_seal_the_same_bytes(tmp_path: Path) -> None:
+    """Blocks are merged in file order whatever thread finished first."""
+    camp = write_campaign(tmp_path / "c", **{"receipts.jsonl": _mixed_receipts(60, 30)})
+    outs = []
+    for workers in (1, 4):
+        out = tmp_path / f"w{workers}.bundle"
+        seal_campaign(camp, out, stream=StreamLimits(min_bytes=0, block_bytes=300, workers=workers))
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+
+
+def _leftovers(tmp: Path) -> list[str]:
+    return sorted(p.name for p in tmp.iterdir())
+
+
+@pytest.mark.parametrize("how", ["sealed", "late bad block", "plan problem"])
+def test_no_temporary_file_or_thread_is_left_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """Whether the seal writes a bundle, falls back per row on a late bad block, or stops
+    on a problem found after the survey, the spill file, the member being written and
+    the writing thread are gone when it returns (issue 22)."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    rows = _mixed_receipts(60, 40)
+    if how == "late bad block":
+        rows[57]["e2e_s"] = "slow"
+    camp = write_campaign(tmp_path / "c", **{"receipts.jsonl": rows})
+    if how == "plan problem":
+        # Found after the survey: the campaign's plan names an arm that is not there.
+        plan_path = next((camp / "plans").glob("*.json"))
+        plan = json.loads(plan_path.read_text())
+        plan["arm_order"] = [*plan["arm_order"], "nobody"]
+        plan_path.write_text(json.dumps(plan))
+    before = {t.name for t in threading.enumerate()}
+    limits = StreamLimits(min_bytes=0, block_bytes=700, row_group_rows=7, hold_bytes=0)
+    out = tmp_path / "x.bundle"
+    if how == "sealed":
+        seal_campaign(camp, out, stream=limits)
+        assert out.exists()
+    else:
+        with pytest.raises(CampaignError):
+            seal_campaign(camp, out, stream=limits)
+        assert not out.exists()
+    assert _leftovers(tmp) == []
+    assert {t.name for t in threading.enumerate()} - before == set()
