@@ -22,7 +22,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bundler._internal.jsonload import MAX_JSON_DEPTH, depth_exceeds, loads
+from bundler._internal.jsonload import (
+    MAX_JSON_DEPTH,
+    _bracket_bytes,
+    _brackets,
+    depth_exceeds,
+    loads,
+)
 from bundler.campaign.sanitize import Sanitizer
 from bundler.format.serving_run import SourceError
 from bundler.importers import vllm
@@ -104,6 +110,15 @@ def test_the_bounded_depth_walk_agrees_with_the_full_walk(value: Any, limit: int
     text = json.dumps(value)
     brackets = text.count("[") + text.count("{")
     assert depth_exceeds(value, limit, at_most=brackets) == depth_exceeds(value, limit)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from("[]{}{[a\u00e9\u20ac\U0001f600\ud800;{") | st.characters()))
+def test_brackets_counted_in_the_bytes_are_those_of_the_text(text: str) -> None:
+    # Every byte that is "[" or "{" after | 0x20 ("[" = 0x5B, "{" = 0x7B, and no other).
+    expected = sum(1 for ch in text if ch in "[{")
+    assert _brackets(text) == expected
+    assert _bracket_bytes(text.encode("utf-8", "surrogatepass")) == expected
 
 
 def test_nesting_under_many_flat_arrays_is_still_refused() -> None:

@@ -261,10 +261,20 @@ def _brackets(text: str) -> int:
     return text.count("[") + text.count("{")
 
 
-def _load(text: str, *, parser: _Parser, limit: int, surrogates: bool) -> Any:
+def _bracket_bytes(data: bytes) -> int:
+    """``_brackets`` of the text ``data`` encodes (UTF-8: ASCII bytes stand only for
+    themselves), in one numpy pass instead of two string scans."""
+    # "[" is 0x5B and "{" 0x7B: the only bytes that | 0x20 makes 0x7B.
+    return int(np.count_nonzero((np.frombuffer(data, dtype=np.uint8) | 0x20) == 0x7B))
+
+
+def _load(
+    text: str, *, parser: _Parser, limit: int, surrogates: bool, brackets: int | None = None
+) -> Any:
     try:
         value = parser.parse(text)
-        brackets = _brackets(text)
+        if brackets is None:
+            brackets = _brackets(text)
         deep = brackets > limit and depth_exceeds(value, limit, at_most=brackets)
     except RecursionError:  # the C scanner gives up near the interpreter's recursion limit
         deep = True
@@ -308,8 +318,14 @@ def loads(
         JsonLoadError: one of the above.
         json.JSONDecodeError: the text is not JSON (callers word the position).
     """
-    numbers = _may_hold_huge_numbers(source or text.encode("utf-8", "surrogatepass"))
-    return _load(text, parser=_Parser(constants, numbers), limit=limit, surrogates=surrogates)
+    data = source or text.encode("utf-8", "surrogatepass")
+    return _load(
+        text,
+        parser=_Parser(constants, _may_hold_huge_numbers(data)),
+        limit=limit,
+        surrogates=surrogates,
+        brackets=_bracket_bytes(data),
+    )
 
 
 def line_loader(
