@@ -11,8 +11,10 @@ latencies; 2-12 output tokens per request), then runs in child processes:
   (mean, median, population SD, p50/p90/p95/p99/p99.9 of TTFT, TPOT, ITL, E2EL;
   the three throughputs), in floating point.
 
-Each side's wall time and peak RSS (``ru_maxrss`` of its child) are printed,
-with the ratios. Target (issue 10): replay within 2x of numpy, peak RSS <= 1.5 GiB.
+Each side's wall time, CPU time (user + system of its child, every thread) and peak
+RSS (``ru_maxrss`` of its child) are printed, with the ratios, and ours per stage (wall
+and CPU inside the process). Targets: replay within 2x of numpy, peak RSS <= 1.5 GiB
+(issue 10); the whole child (import + seal + replay) within 2x of numpy's (issue 22).
 Run: ``python bench/serving_scale.py [--requests 50000] [--load-points 10]``.
 """
 
@@ -116,29 +118,40 @@ def side_ours(files: list[Path], work: Path) -> int:
     from replay.api import replay_bundle
 
     sources = [(f.name.split("-")[0], f) for f in files]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     import_campaign("vllm", sources, work / "camp", {"baseline": "a" * 7, "candidate": "b" * 7})
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     seal_campaign(work / "camp", work / "x.bundle")
-    t2 = time.perf_counter()
+    t2, c2 = time.perf_counter(), time.process_time()
     res = replay_bundle(work / "x.bundle", trust=Trust.allow_unsigned())
-    t3 = time.perf_counter()
+    t3, c3 = time.perf_counter(), time.process_time()
     print(
-        f"  ours: import {t1 - t0:.2f} s, seal {t2 - t1:.2f} s, replay {t3 - t2:.2f} s; "
+        f"  ours: import {t1 - t0:.2f} s ({c1 - c0:.2f} CPU), seal {t2 - t1:.2f} s "
+        f"({c2 - c1:.2f} CPU), replay {t3 - t2:.2f} s ({c3 - c2:.2f} CPU); "
         f"{res.claims.count('confirmed')}/{len(res.claims.checks)} claims confirmed",
         file=sys.stderr,
     )
-    phases = {"import": t1 - t0, "seal": t2 - t1, "replay": t3 - t2}
+    phases = {
+        "import": t1 - t0,
+        "seal": t2 - t1,
+        "replay": t3 - t2,
+        "import_cpu": c1 - c0,
+        "seal_cpu": c2 - c1,
+        "replay_cpu": c3 - c2,
+    }
     (work / "phases.json").write_text(json.dumps(phases), encoding="utf-8")
     return res.exit_code
 
 
-def _child(args: list[str]) -> tuple[float, float, int]:
+def _child(args: list[str]) -> tuple[float, float, float, int]:
+    """Wall s, CPU s (user + system) and peak RSS GiB of one child, and its exit code."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, __file__, *args], check=False)
     wall = time.perf_counter() - t0
-    rss_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return wall, rss_kib / 1024 / 1024, proc.returncode
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return wall, cpu, after.ru_maxrss / 1024 / 1024, proc.returncode
 
 
 def main() -> int:
@@ -168,16 +181,26 @@ def main() -> int:
             file=sys.stderr,
         )
         # RUSAGE_CHILDREN is the max over all children so far: run numpy first (smaller).
-        nw, nr, _ = _child(["--side", "numpy", "--dir", str(d)])
-        ow, orss, code = _child(["--side", "ours", "--dir", str(d)])
+        nw, nc, nr, _ = _child(["--side", "numpy", "--dir", str(d)])
+        ow, oc, orss, code = _child(["--side", "ours", "--dir", str(d)])
         phases_file, numpy_file = d / "phases.json", d / "numpy.json"
         phases = json.loads(phases_file.read_text()) if phases_file.exists() else None
         numpy_s = json.loads(numpy_file.read_text())["compute"]
-    print(f"{'side':<8}{'wall s':>10}{'peak RSS GiB':>15}")
-    print(f"{'numpy':<8}{nw:>10.2f}{nr:>15.2f}")
-    print(f"{'ours':<8}{ow:>10.2f}{orss:>15.2f}  (RSS: max over both children)")
-    print(f"ratio ours/numpy: {ow / nw:.2f}  (replay exit {code})")
+    print(f"{'side':<8}{'wall s':>10}{'CPU s':>10}{'peak RSS GiB':>15}")
+    print(f"{'numpy':<8}{nw:>10.2f}{nc:>10.2f}{nr:>15.2f}")
+    print(f"{'ours':<8}{ow:>10.2f}{oc:>10.2f}{orss:>15.2f}  (RSS: max over both children)")
+    print(
+        f"ratio ours/numpy: wall {ow / nw:.2f}, CPU {oc / nc:.2f}"
+        f"  (target <= 2; replay exit {code})"
+    )
     if phases is not None:
+        print(
+            "ours in-process: "
+            + ", ".join(
+                f"{k} {phases[k]:.2f} s ({phases[k + '_cpu']:.2f} CPU)"
+                for k in ("import", "seal", "replay")
+            )
+        )
         # The issue's target: the replay (the re-derivation) against the script, both timed
         # inside their process (no interpreter start or imports on either side).
         print(

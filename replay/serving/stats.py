@@ -96,6 +96,7 @@ class RunStats:
     run: ServingRun
     _values: dict[str, Floats | str] = field(default_factory=dict)
     _sorted: dict[str, Floats] = field(default_factory=dict)
+    _sums: dict[str, tuple[int, Fraction, Fraction]] = field(default_factory=dict)
 
     def values(self, latency: str) -> Floats | str:
         """The latency's per-request values (seconds), or why the source lacks them."""
@@ -128,6 +129,15 @@ class RunStats:
             self._sorted[latency] = np.sort(v)
         return self._sorted[latency]
 
+    def sums(self, latency: str) -> tuple[int, Fraction, Fraction]:
+        """Count, exact sum and exact sum of squares of the latency's values, computed once
+        (a mean and an SD claim of one latency share them; ``values`` must not be a reason)."""
+        if latency not in self._sums:
+            v = self.values(latency)
+            assert not isinstance(v, str)
+            self._sums[latency] = _exact_sums(v)
+        return self._sums[latency]
+
     def latency(self, latency: str, kind: str, p: Fraction | None) -> Exact | str:
         """Statistic ``kind`` (mean, median, sd, percentile) of ``latency`` in seconds."""
         v = self.values(latency)
@@ -137,10 +147,10 @@ class RunStats:
             what = "request with more than one output token" if latency == "tpot" else "value"
             return f"{self.run.source}: no successful {what} for {latency.upper()}"
         if kind == "mean":
-            n, total, _ = _exact_sums(v)
+            n, total, _ = self.sums(latency)
             return total / n
         if kind == "sd":
-            n, total, squares = _exact_sums(v)
+            n, total, squares = self.sums(latency)
             return Root((n * squares - total * total) / (n * n))
         assert p is not None
         if self.run.percentiles == "inverse_cdf":
