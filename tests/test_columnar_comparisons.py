@@ -400,3 +400,26 @@ def test_csv_without_metric_columns_is_reported_as_per_row(tmp_path: Path) -> No
     col, row = _both(camp)
     assert isinstance(row, list)
     assert col == row
+
+
+@pytest.mark.parametrize("first", ["metrics", "metrics.bleu"])
+@pytest.mark.parametrize("cell", ["x", ""])
+def test_csv_metrics_column_beside_metric_columns_is_a_problem(
+    tmp_path: Path, first: str, cell: str
+) -> None:
+    """Was a traceback (TypeError) per row: now one located problem, either path."""
+    other = "metrics.bleu" if first == "metrics" else "metrics"
+    head = "comparison_id,attempt_id,baseline_request_id,candidate_request_id"
+    cells = {"metrics": cell, "metrics.bleu": "0.5"}
+    text = f"{head},{first},{other}\ncmp-1,a2,b1-0,b1-1,{cells[first]},{cells[other]}\n"
+    camp = _campaign(tmp_path / "c", "comparisons.csv", text)
+    col, row = _both(camp)
+    assert row == [
+        (
+            "comparisons.csv",
+            "line 1",
+            "metrics",
+            "a `metrics` column beside `metrics.<name>` columns; keep only the latter",
+        )
+    ]
+    assert col == row

@@ -285,17 +285,29 @@ def _jsonl_rows(text: str, rel: str, problems: list[Problem]) -> list[tuple[str,
     return out
 
 
+def _is_metric(column: str | None) -> bool:
+    """Whether a CSV column holds one entry of ``metrics`` (``metrics.<name>``)."""
+    return column is not None and column.startswith("metrics.")
+
+
 def _csv_rows(
     text: str, rel: str, name: str, problems: list[Problem]
 ) -> list[tuple[str, dict[str, Any]]]:
     props = table_schema(name)["properties"]
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    header = reader.fieldnames or []
+    if "metrics" in props and "metrics" in header and any(_is_metric(h) for h in header):
+        # Both spell the one object: whichever cell came last would replace the other.
+        why = "a `metrics` column beside `metrics.<name>` columns; keep only the latter"
+        problems.append(Problem(rel, "line 1", "metrics", why))
+        return []
     out = []
-    for n, raw in enumerate(csv.DictReader(io.StringIO(text, newline="")), start=2):
+    for n, raw in enumerate(reader, start=2):
         cells: dict[str, Any] = {}
         for k, v in raw.items():
             if k is None:
                 problems.append(Problem(rel, f"line {n}", None, "more cells than header columns"))
-            elif k.startswith("metrics.") and "metrics" in props:
+            elif _is_metric(k) and "metrics" in props:
                 metric = _coerce_csv(v or "", {"type": "number"})
                 cells.setdefault("metrics", {})[k.removeprefix("metrics.")] = metric
             else:
