@@ -1,4 +1,5 @@
-"""Benchmark: sealing a campaign with a large telemetry table, column-wise vs per-row vs pyarrow.
+"""Benchmark: sealing a campaign with a large telemetry or comparisons table, column-wise vs
+per-row vs pyarrow.
 
 Telemetry sampled every 100 ms per device over a long campaign (npu-smi) reaches a
 million rows; issue 22 asks that such a table, like receipts, be read column-wise.
@@ -6,11 +7,16 @@ The campaign is ``bench/replay_scale.py``'s with few receipts (``--receipts``) a
 ``telemetry`` table replaced by ``--rows`` samples in the npu-smi shape: every
 optional field, ``aicore_pct`` null on one row in nine, ``source`` absent on one in
 five, and one field beyond the schema (``temp_c``, absent on odd rows, null on one in
-ten). Paths, each in a fresh process timed whole (imports included), alternating:
+ten). With ``--table comparisons``, its ``comparisons`` table is replaced instead by
+``--rows`` quality comparisons (one per compared request pair): three metrics
+(``ssim``, ``audio_spectral_cosine``, and ``lpips`` absent on one row in seven; in CSV
+every ``metrics.<name>`` column is filled), ``baseline_sha256`` on even rows,
+``candidate_sha256`` null on one row in three. Paths, each in a fresh process timed
+whole (imports included), alternating:
 
 - ``columnar``: ``bundler.seal.seal_campaign`` as shipped (unsigned);
 - ``per-row``: the same with ``REPROBUNDLE_SEAL_PER_ROW=1``;
-- ``peer``: ``pyarrow.json.read_json`` (or ``pyarrow.csv.read_csv``) of the telemetry
+- ``peer``: ``pyarrow.json.read_json`` (or ``pyarrow.csv.read_csv``) of the table's
   file, then ``pyarrow.parquet.write_table(compression="zstd")``.
 
 The two seal paths must write the same bundle (SHA-256 compared). Reports wall, CPU
@@ -18,7 +24,8 @@ seconds and peak RSS of each, and the seal/peer wall ratio (the seal also reads,
 checks and writes the rest of the campaign: the ratio is an upper bound on the
 table's own cost).
 
-Run: ``.venv/bin/python bench/table_scale.py [--rows 200000] [--formats jsonl csv]
+Run: ``.venv/bin/python bench/table_scale.py [--table telemetry|comparisons] [--rows 200000]
+[--formats jsonl csv]
 [--paths columnar per-row peer] [--repeat 1] [--receipts 1000] [--workdir DIR]``.
 Exit status 0 whatever the speed; 1 if the seal paths wrote different bytes.
 """
@@ -42,7 +49,14 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from replay_scale import DEVICES, ORDER, SERVERS, T0_NS, write_campaign  # sibling bench scripts
+from replay_scale import (  # sibling bench scripts
+    DEVICES,
+    ORDER,
+    SERVERS,
+    T0_NS,
+    WARMUPS,
+    write_campaign,
+)
 from seal_scale import _CHILD, _PEER, PER_ROW_ENV, note
 
 PATHS = ("columnar", "per-row", "peer")
@@ -101,21 +115,68 @@ def write_telemetry(path: Path, n: int, fmt: str) -> None:
                 fh.write(",".join(cells) + "\n")
 
 
-def generate(camp: Path, receipts: int, rows: int, fmt: str) -> None:
-    """The replay_scale campaign with ``rows`` telemetry samples in ``fmt``."""
+_METRICS = ("ssim", "audio_spectral_cosine", "lpips")
+
+
+def write_comparisons(path: Path, n: int, fmt: str, receipts: int) -> None:
+    """``n`` comparisons of the bench campaign's measured request pairs."""
+    rng = np.random.default_rng(12)
+    values = np.round(rng.uniform(0.8, 1.0, (n, len(_METRICS))), 4).tolist()
+    pairs = receipts // len(SERVERS) - WARMUPS
+    known = [
+        "comparison_id",
+        "attempt_id",
+        "baseline_request_id",
+        "candidate_request_id",
+        "baseline_sha256",
+        "candidate_sha256",
+    ]
+    with path.open("w", encoding="utf-8") as fh:
+        if fmt == "csv":
+            fh.write(",".join([*known, *(f"metrics.{m}" for m in _METRICS)]) + "\n")
+        for i in range(n):
+            seq = WARMUPS + i % pairs
+            row: dict[str, object] = {
+                "comparison_id": f"cmp-{i}",
+                "attempt_id": "final-2",
+                "baseline_request_id": f"r0-{seq}",
+                "candidate_request_id": f"r1-{seq}",
+            }
+            if i % 2 == 0:
+                row["baseline_sha256"] = f"{i:064x}"
+            if i % 3 == 0:
+                row["candidate_sha256"] = None
+            metrics = dict(zip(_METRICS, values[i], strict=True))
+            if fmt == "jsonl":
+                if i % 7 == 0:
+                    del metrics["lpips"]
+                row["metrics"] = metrics
+                fh.write(json.dumps(row) + "\n")
+            else:
+                cells = ["" if row.get(c) is None else str(row[c]) for c in known]
+                fh.write(",".join([*cells, *(str(v) for v in metrics.values())]) + "\n")
+
+
+def generate(camp: Path, receipts: int, rows: int, fmt: str, table: str = "telemetry") -> None:
+    """The replay_scale campaign with ``rows`` rows of ``table`` in ``fmt``."""
     write_campaign(camp, receipts)
-    (camp / "telemetry.jsonl").unlink()
-    write_telemetry(camp / f"telemetry.{fmt}", rows, fmt)
+    (camp / f"{table}.jsonl").unlink()
+    if table == "telemetry":
+        write_telemetry(camp / f"telemetry.{fmt}", rows, fmt)
+    else:
+        write_comparisons(camp / f"comparisons.{fmt}", rows, fmt, receipts)
 
 
-def run_once(path: str, camp: Path, out: Path) -> tuple[float, float, float, str]:
+def run_once(
+    path: str, camp: Path, out: Path, table: str = "telemetry"
+) -> tuple[float, float, float, str]:
     """(wall s, CPU s, peak RSS MiB, bundle SHA-256 or '-') of one fresh process."""
     env = dict(os.environ)
     env.pop(PER_ROW_ENV, None)
     if path == "per-row":
         env[PER_ROW_ENV] = "1"
     if path == "peer":
-        src = next(camp.glob("telemetry.*"))
+        src = next(camp.glob(f"{table}.*"))
         argv = [sys.executable, "-c", _PEER, str(src), str(out)]
     else:
         argv = [sys.executable, "-c", _CHILD, str(camp), str(out)]
@@ -134,6 +195,7 @@ def run_once(path: str, camp: Path, out: Path) -> tuple[float, float, float, str
 def main(argv: list[str] | None = None) -> int:
     """Run the bench; print the table."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--table", choices=["telemetry", "comparisons"], default="telemetry")
     ap.add_argument("--rows", type=int, default=200_000)
     ap.add_argument("--receipts", type=int, default=1_000)
     ap.add_argument("--formats", nargs="+", choices=["csv", "jsonl"], default=["jsonl"])
@@ -147,10 +209,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for fmt in args.formats:
             camp = work / f"campaign-{fmt}"
-            note(f"[{args.rows:,} telemetry {fmt}] generating")
+            tag = f"[{args.rows:,} {args.table} {fmt}]"
+            note(f"{tag} generating")
             # A spawned child: this process stays small (children inherit ru_maxrss).
             ctx = multiprocessing.get_context("spawn")
-            gen = ctx.Process(target=generate, args=(camp, args.receipts, args.rows, fmt))
+            gen = ctx.Process(
+                target=generate, args=(camp, args.receipts, args.rows, fmt, args.table)
+            )
             gen.start()
             gen.join()
             if gen.exitcode != 0:
@@ -158,8 +223,8 @@ def main(argv: list[str] | None = None) -> int:
             runs: dict[str, list[tuple[float, float, float, str]]] = {p: [] for p in args.paths}
             for i in range(args.repeat):
                 for p in args.paths:
-                    note(f"[{args.rows:,} telemetry {fmt}] {p} {i + 1}/{args.repeat}")
-                    runs[p].append(run_once(p, camp, work / "out.bin"))
+                    note(f"{tag} {p} {i + 1}/{args.repeat}")
+                    runs[p].append(run_once(p, camp, work / "out.bin", args.table))
             shutil.rmtree(camp)
             for p, rs in runs.items():
                 shas = {r[3] for r in rs}
@@ -182,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_average_end": [round(x, 2) for x in os.getloadavg()],
     }
     print(
-        f"{args.rows:,} telemetry rows, {args.receipts:,} receipts; fresh process each; "
+        f"{args.rows:,} {args.table} rows, {args.receipts:,} receipts; fresh process each; "
         f"median of {args.repeat}; {env}"
     )
     print(f"{'fmt':>5} {'path':>8} {'wall s':>8} {'CPU s':>7} {'RSS MiB':>8} {'x peer':>6}")

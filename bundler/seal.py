@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -342,9 +343,17 @@ def _needs_rows(ct: ColumnTable, san: Sanitizer) -> bool:
     by column gives the same numbers only while field names stay as they are and at
     most one unknown string field has values the rules change. Otherwise the
     table is read again row by row (rare: addresses or host names in two unknown fields).
+    Names in a map column (``comparisons.metrics``) are object keys, scrubbed per row in
+    key order and refused when two become one; the column holds them sorted, so a
+    name the rules would change sends the table per row too.
     """
     if any(san.would_change(u.name) for u in ct.unknown):
         return True
+    for f in ct.table.schema:
+        if pa.types.is_map(f.type):
+            keys: Any = ct.column(f.name).keys  # type: ignore[attr-defined]
+            if any(san.would_change(k) for k in pc.unique(keys).to_pylist()):
+                return True
     changing = [
         u
         for u in ct.unknown

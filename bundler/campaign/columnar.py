@@ -1,4 +1,5 @@
-"""Columnar reading and checking of large tables (receipts, telemetry, worker exits).
+"""Columnar reading and checking of large tables (receipts, telemetry, worker exits,
+comparisons).
 
 The per-row path (``bundler/campaign/load.py``: Python ``json``/``csv`` into row dicts,
 then ``check_rows``) costs ~35 s for a million receipts, nearly all of it
@@ -56,9 +57,10 @@ __all__ = [
 ]
 
 COLUMNAR_TABLES = frozenset({"receipts", "telemetry", "worker_exits"})
-"""Tables read column-wise when possible (the large ones whose every field and cross check
-has a column-wise form); the others stay per-row. ``comparisons`` is large but not here:
-its ``metrics`` object, and the cross checks that read its rows, have no column form yet."""
+"""Tables read column-wise here when possible (the large ones whose every field and cross
+check has a column-wise form); ``comparisons`` has its own reader on top of this one
+(:mod:`bundler.campaign.comparison_columns`: its ``metrics`` object becomes a map column);
+the others stay per-row."""
 
 JSON_BLOCK_BYTES = 16 << 20
 """A streamed table is read, checked and converted this many bytes (of whole lines) at a time."""
@@ -541,7 +543,13 @@ def to_bundle_table(name: str, ct: ColumnTable, scrub: ArrowScrub | None = None)
         if f.name == EXTRA_COLUMN:
             continue
         arr = ct.column(f.name)
-        if scrub is not None and scrubbable(schema["properties"][f.name]):
+        # A map's keys (metric names) are kept: seal reads the table per row when one
+        # would change (``bundler/seal.py`` ``_needs_rows``), as rows scrub keys in row order.
+        if (
+            scrub is not None
+            and scrubbable(schema["properties"][f.name])
+            and not pa.types.is_map(arr.type)
+        ):
             arr = scrub(f.name, arr)
         arrays.append(arr.cast(f.type))
     # Unknown fields after every schema column, as rows_to_table scrubs them; numbers,

@@ -23,12 +23,13 @@ from bundler._internal.schemas import document_errors
 from bundler._internal.textsafe import safe
 from bundler._internal.userfile import open_user_file
 from bundler.campaign.columnar import ColumnTable, read_columnar
+from bundler.campaign.comparison_columns import read_comparisons
 from bundler.campaign.plan_slots import is_serving_plan
 from bundler.campaign.sanitize import Sanitizer
 from bundler.campaign.stream import STREAMED_TABLES, StreamedTable, StreamLimits, survey
 from bundler.errors import Problem, UsageError
 from bundler.format.container import member_name_problem
-from bundler.format.contract import TableView, cross_checks, name_problem
+from bundler.format.contract import TableView, cross_checks, name_problem, referenced_requests
 from bundler.format.tables import TABLE_NAMES, check_rows, table_schema
 
 __all__ = [
@@ -284,17 +285,29 @@ def _jsonl_rows(text: str, rel: str, problems: list[Problem]) -> list[tuple[str,
     return out
 
 
+def _is_metric(column: str | None) -> bool:
+    """Whether a CSV column holds one entry of ``metrics`` (``metrics.<name>``)."""
+    return column is not None and column.startswith("metrics.")
+
+
 def _csv_rows(
     text: str, rel: str, name: str, problems: list[Problem]
 ) -> list[tuple[str, dict[str, Any]]]:
     props = table_schema(name)["properties"]
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    header = reader.fieldnames or []
+    if "metrics" in props and "metrics" in header and any(_is_metric(h) for h in header):
+        # Both spell the one object: whichever cell came last would replace the other.
+        why = "a `metrics` column beside `metrics.<name>` columns; keep only the latter"
+        problems.append(Problem(rel, "line 1", "metrics", why))
+        return []
     out = []
-    for n, raw in enumerate(csv.DictReader(io.StringIO(text, newline="")), start=2):
+    for n, raw in enumerate(reader, start=2):
         cells: dict[str, Any] = {}
         for k, v in raw.items():
             if k is None:
                 problems.append(Problem(rel, f"line {n}", None, "more cells than header columns"))
-            elif k.startswith("metrics.") and "metrics" in props:
+            elif _is_metric(k) and "metrics" in props:
                 metric = _coerce_csv(v or "", {"type": "number"})
                 cells.setdefault("metrics", {})[k.removeprefix("metrics.")] = metric
             else:
@@ -494,12 +507,7 @@ def _stream_table(  # noqa: PLR0917
         san = Sanitizer.for_campaign(camp.doc)
     except (AttributeError, TypeError):
         return False  # a malformed sanitize section: reported by the schema check
-    wanted = {
-        v
-        for c in camp.tables.get("comparisons", [])
-        for k in ("baseline_request_id", "candidate_request_id")
-        if isinstance(v := c.get(k), str)
-    }
+    wanted = referenced_requests(_views(camp)["comparisons"])
     attempts = {
         v for r in camp.tables.get("attempts", []) if isinstance(v := r.get("attempt_id"), str)
     }
@@ -514,6 +522,13 @@ def _stream_table(  # noqa: PLR0917
     camp.table_files[name] = rel
     problems += found
     return True
+
+
+def _read_columns(path: Path, name: str, data: bytes) -> ColumnTable | None:
+    """Table ``name`` read column-wise from its file's content, or None (per-row)."""
+    if name == "comparisons":
+        return read_comparisons(path, data=data)
+    return read_columnar(path, name, data=data)
 
 
 def _load_table(  # noqa: PLR0917
@@ -535,7 +550,7 @@ def _load_table(  # noqa: PLR0917
         camp.tables[name] = []
         return
     # One read serves both paths: the column-wise reader parses these bytes too.
-    if columnar and (ct := read_columnar(tree.root / rel, name, data=data)) is not None:
+    if columnar and (ct := _read_columns(tree.root / rel, name, data)) is not None:
         camp.tables[name] = []
         camp.columns[name] = ct
         camp.table_files[name] = rel

@@ -53,6 +53,7 @@ __all__ = [
     "check_bundle_tables",
     "cross_checks",
     "name_problem",
+    "referenced_requests",
     "table_member",
 ]
 
@@ -198,19 +199,36 @@ def _refs(view: TableView, key: str, allowed: set[Any], what: str) -> list[Probl
     ]
 
 
+def referenced_requests(comparisons: TableView) -> set[str]:
+    """The request ids comparisons refer to (baseline and candidate), rows or columns."""
+    keys = ("baseline_request_id", "candidate_request_id")
+    if (ct := comparisons.columns) is not None:
+        found: set[str] = set()
+        for k in keys:
+            found.update(v for v in pc.unique(ct.column(k)).to_pylist() if isinstance(v, str))
+        return found
+    return {v for c in comparisons.rows for k in keys if isinstance(v := c.get(k), str)}
+
+
+def _metric_names(comparisons: TableView) -> set[str]:
+    """Every metric name comparisons record (the keys of each row's ``metrics``)."""
+    if (ct := comparisons.columns) is not None:
+        keys: Any = ct.column("metrics").keys  # type: ignore[attr-defined]
+        return {v for v in pc.unique(keys).to_pylist() if isinstance(v, str)}
+    names: set[str] = set()
+    for c in comparisons.rows:
+        if isinstance(c.get("metrics"), dict):
+            names.update(c["metrics"])
+    return names
+
+
 def _request_ids(receipts: TableView, comparisons: TableView) -> set[str]:
     """The receipts' request ids that comparisons refer to (all of them, per row)."""
     ct = receipts.columns
     if ct is None:
         return set(_ids(receipts.rows, "request_id"))
     # A million ids as a Python set costs more than asking Arrow about the few referenced.
-    wanted = {
-        v
-        for c in comparisons.rows
-        for k in ("baseline_request_id", "candidate_request_id")
-        if isinstance(v := c.get(k), str)
-    }
-    probe = pa.array(sorted(wanted), pa.string())
+    probe = pa.array(sorted(referenced_requests(comparisons)), pa.string())
     found = pc.is_in(probe, value_set=ct.column("request_id"))
     return {v for v in pc.filter(probe, found).to_pylist() if isinstance(v, str)}
 
@@ -315,9 +333,7 @@ def _decimals_check(value: Any, decimals: Any) -> str | None:
 def _claim_checks(views: _Views, arms: set[str]) -> list[Problem]:
     claims = views["claims"]
     metrics: set[Any] = set(_ids(views["gates"].rows, "metric"))
-    for c in views["comparisons"].rows:
-        if isinstance(c.get("metrics"), dict):
-            metrics.update(c["metrics"])
+    metrics.update(_metric_names(views["comparisons"]))
     out = []
     for label, c in claims.pairs():
         stat = STATISTICS.get(str(c.get("statistic")))
