@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from bundler.campaign.columnar import PER_ROW_ENV, quotes_well_placed, read_columnar
 from bundler.campaign.load import load_campaign
@@ -83,6 +85,14 @@ def _campaign(root: Path, text: bytes) -> Path:
     return camp
 
 
+def _streams(camp: Path, limits: StreamLimits) -> bool:
+    """Whether loading ``camp`` streams its receipts (else they are read whole)."""
+    loaded, _ = load_campaign(camp, columnar=True, stream=limits)
+    for table in loaded.streamed.values():
+        table.close()
+    return "receipts" in loaded.streamed
+
+
 def _seal(camp: Path, out: Path, stream: StreamLimits) -> bytes | set[tuple[Any, ...]]:
     """The bundle's bytes, or its problems as (where, record, field, message)."""
     try:
@@ -126,11 +136,7 @@ def test_streamed_csv_seals_to_the_whole_file_and_per_row_bytes(
     camp = _campaign(tmp_path / "c", text)
     assert read_columnar(camp / "receipts.csv", "receipts") is not None  # whole: column-wise
     limits = StreamLimits(min_bytes=0, block_bytes=block, row_group_rows=7)
-    loaded, problems = load_campaign(camp, columnar=True, stream=limits)
-    assert not problems
-    assert "receipts" in loaded.streamed  # the streamed path, not the whole read
-    for st in loaded.streamed.values():
-        st.close()
+    assert _streams(camp, limits)  # the streamed path, not the whole read
     streamed = _seal(camp, tmp_path / "s.bundle", limits)
     _, whole, per_row = _three_ways(camp, monkeypatch)
     assert isinstance(streamed, bytes)
@@ -150,10 +156,7 @@ def test_problems_are_located_at_the_per_row_records(
     rows[47]["arm"] = "nobody"
     rows[50]["end"] = "2026-03-01T09:00:00Z"
     camp = _campaign(tmp_path / "c", _csv(rows))
-    loaded, _ = load_campaign(camp, columnar=True, stream=SMALL_BLOCKS)
-    assert "receipts" in loaded.streamed
-    for st in loaded.streamed.values():
-        st.close()
+    assert _streams(camp, SMALL_BLOCKS)
     streamed, whole, per_row = _three_ways(camp, monkeypatch)
     assert streamed == whole == per_row
     assert isinstance(streamed, set)
@@ -188,14 +191,55 @@ def test_a_stray_quote_sends_the_file_to_the_whole_read(
     at = text.index(b",b1,", at) + 1
     text = text[:at] + stray + text[at + 2 :]  # the server cell of record 20
     camp = _campaign(tmp_path / "c", text)
-    loaded, _ = load_campaign(camp, columnar=True, stream=SMALL_BLOCKS)
-    assert "receipts" not in loaded.streamed
-    for st in loaded.streamed.values():
-        st.close()
+    assert not _streams(camp, SMALL_BLOCKS)
     streamed, whole, per_row = _three_ways(camp, monkeypatch)
     assert streamed == whole
     if isinstance(per_row, bytes) and isinstance(whole, bytes):
         assert whole == per_row
+
+
+_PIECES = ["a", " ", ",", '"', '""', "\n", "1.5", "10.0.0.7", "é", "x.example.com"]
+_CELL = st.lists(st.sampled_from(_PIECES), max_size=8).map("".join)
+
+
+def _cell(text: str, raw: bool) -> str:
+    """``text`` as a CSV cell: quoted as RFC 4180 says, or (``raw``) as it is when it has
+    no comma or line break (a quote in it then stray)."""
+    if raw and "," not in text and "\n" not in text:
+        return text
+    if any(c in text for c in ',"\n'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    cells=st.lists(st.tuples(_CELL, _CELL, _CELL, st.booleans()), min_size=1, max_size=40),
+    block=st.integers(1, 400),
+)
+def test_generated_csv_seals_in_blocks_as_whole(
+    tmp_path: Path, cells: list[tuple[str, str, str, bool]], block: int
+) -> None:
+    """Cells of commas, quotes (well placed or stray), line breaks, addresses and host
+    names, read in blocks of any size: the bundle, or the problems, of the whole read."""
+    base = receipts()
+    lines = [",".join(COLUMNS)]
+    for i, (server, error, note, raw) in enumerate(cells):
+        r = {k: str(v) for k, v in base[i % len(base)].items()}
+        r.update(request_id=f"r{i}", seq=str(i), server=f"s{server}", error=error, note=note)
+        lines.append(",".join(_cell(r.get(c, ""), raw) for c in COLUMNS))
+    camp = tmp_path / f"c{len(list(tmp_path.iterdir()))}"
+    camp = _campaign(camp, ("\n".join(lines) + "\n").encode("utf-8"))
+    limits = StreamLimits(min_bytes=0, block_bytes=block, row_group_rows=7)
+    streamed = _seal(camp, camp.parent / f"{camp.name}-s.bundle", limits)
+    whole = _seal(camp, camp.parent / f"{camp.name}-w.bundle", WHOLE)
+    assert streamed == whole
+    event("sealed" if isinstance(whole, bytes) else "refused")
+    event("streamed" if _streams(camp, limits) else "read whole")
 
 
 @pytest.mark.parametrize(
