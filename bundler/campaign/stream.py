@@ -453,15 +453,12 @@ def _block_end(fd: int, start: int, planned: int, total: int) -> int:
 
 
 def _csv_header(fd: int) -> bytes | None:
-    """A CSV file's first line, its line break included; None when it has none (no record)."""
-    total = os.fstat(fd).st_size
-    lo = 0
-    while lo < total:
-        at = os.pread(fd, _PEEK, lo).find(b"\n")
-        if at >= 0:
-            return os.pread(fd, lo + at + 1, 0)
-        lo += _PEEK
-    return None
+    """A CSV file's first line, its line break included; None when it has none (no record)
+    or is longer than ``_PEEK`` (each block is parsed after a copy of it: such a file is
+    read whole)."""
+    head = os.pread(fd, _PEEK, 0)
+    at = head.find(b"\n")
+    return head[: at + 1] if at >= 0 else None
 
 
 def _csv_blocks(fh: BinaryIO, size: int, start: int) -> Iterator[tuple[int, memoryview]]:
@@ -679,8 +676,8 @@ def survey(  # noqa: PLR0917
         with os.fdopen(fd, "rb") as fh:
             st.stamp = _stamp(fh)
             if rel.endswith(".csv"):
-                # Every block is parsed after the header; one with a quote, or none, is
-                # refused by the whole-file reader as well.
+                # Every block is parsed after the header. One with a quote is refused by
+                # the whole-file reader too; none (no record) or a longer one: read whole.
                 st.header = _csv_header(fh.fileno())
                 if st.header is None or b'"' in st.header:
                     return None
