@@ -198,6 +198,35 @@ def test_a_stray_quote_sends_the_file_to_the_whole_read(
         assert whole == per_row
 
 
+def test_a_csv_changed_between_the_two_reads_stops_the_seal(tmp_path: Path) -> None:
+    """A block to scrub is read again when written: a file rewritten in place since the
+    survey (same size, one digit changed) stops the seal, nothing written."""
+    row = {"path": "media/a.mp4", "kind": "media", "availability": "with the author"}
+    camp = write_campaign(
+        tmp_path / "c",
+        **{"receipts.jsonl": None, "media/a.mp4": b"honest media", "artifacts.jsonl": [row]},
+    )
+    path = camp / "receipts.csv"
+    text = _csv(_rows(60))
+    path.write_bytes(text)
+    at = text.rindex(b",ok,") - 1  # the last record's e2e_s, its last digit
+    changed = text[:at] + (b"7" if text[at : at + 1] != b"7" else b"8") + text[at + 1 :]
+
+    def rewrite(stage: str, done: int, total: int) -> None:
+        # Seal hashes external artifacts after reading the campaign, before the tables.
+        if stage == "hash":
+            with path.open("r+b") as fh:
+                fh.write(changed)
+
+    out = tmp_path / "x.bundle"
+    with pytest.raises(CampaignError) as err:
+        seal_campaign(camp, out, progress=rewrite, stream=SMALL_BLOCKS)
+    assert [(p.where, p.message) for p in err.value.problems] == [
+        ("receipts.csv", "changed while being sealed (read twice)")
+    ]
+    assert not out.exists()
+
+
 _PIECES = ["a", " ", ",", '"', '""', "\n", "1.5", "10.0.0.7", "é", "x.example.com"]
 _CELL = st.lists(st.sampled_from(_PIECES), max_size=8).map("".join)
 
