@@ -50,6 +50,7 @@ __all__ = [
     "ColumnTable",
     "UnknownColumn",
     "per_row_forced",
+    "quotes_well_placed",
     "read_columnar",
     "read_csv_block",
     "read_jsonl_block",
@@ -511,7 +512,8 @@ def read_csv_block(
 ) -> ColumnTable | None:
     """Whole records of a CSV table file (``data``, cut outside any quoted field), read with
     the file's ``header`` line (its line break included) as :func:`read_columnar` reads a
-    whole file, numbered from record ``first_line``; or None to go per-row.
+    whole file, numbered from record ``first_line``; or None when not sure (the caller
+    then reads the file whole).
 
     The block is parsed as ``header + data``, a file of its own: every check of a
     whole file then holds block by block, and a byte-order mark is refused only
