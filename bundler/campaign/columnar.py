@@ -51,7 +51,9 @@ __all__ = [
     "ColumnTable",
     "UnknownColumn",
     "per_row_forced",
+    "quotes_well_placed",
     "read_columnar",
+    "read_csv_block",
     "read_jsonl_block",
     "to_bundle_table",
 ]
@@ -86,6 +88,7 @@ _OTHER_BREAKS = (
     b"\xe2\x80\xa9",
 )
 _BOM = b"\xef\xbb\xbf"
+_QUOTE, _COMMA, _LF = 0x22, 0x2C, 0x0A
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _INTEGER = "^-?[0-9]+$"
 # Field names for which a `"name": null` match can only be a member (no quote, backslash,
@@ -430,9 +433,11 @@ def _from_csv_text(arr: pa.Array[Any], kinds: list[str]) -> pa.Array[Any] | None
 
 
 def _read_csv(
-    data: bytes, plan: dict[str, tuple[dict[str, Any], list[str], bool]]
+    data: bytes, plan: dict[str, tuple[dict[str, Any], list[str], bool]], *, again: bool = False
 ) -> ColumnTable | None:
-    header = data.split(b"\n", 1)[0].decode("utf-8")
+    # Sliced, not split: a split would copy the whole file to drop its first line.
+    end = data.find(b"\n")
+    header = (data if end < 0 else data[:end]).decode("utf-8")
     if '"' in header:
         return None
     names = header.split(",")
@@ -467,7 +472,7 @@ def _read_csv(
             return None
         columns[f] = arr
     # DictReader numbers records from 2 (the header is line 1) whatever spans lines.
-    checked = _checked(columns, plan, table.num_rows)
+    checked = _checked(columns, plan, table.num_rows, again=again)
     if checked is None or checked.num_rows == 0:
         return None
     return ColumnTable(checked, 2, tuple(unknown))
@@ -524,6 +529,63 @@ def read_jsonl_block(
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeError):
         return None
     return None if ct is None else dataclasses.replace(ct, first_line=first_line)
+
+
+def read_csv_block(
+    header: bytes, data: bytes | memoryview, name: str, first_line: int, *, again: bool = False
+) -> ColumnTable | None:
+    """Whole records of a CSV table file (``data``, cut outside any quoted field), read with
+    the file's ``header`` line (its line break included) as :func:`read_columnar` reads a
+    whole file, numbered from record ``first_line``; or None when not sure (the caller
+    then reads the file whole).
+
+    The block is parsed as ``header + data``, a file of its own: every check of a
+    whole file then holds block by block, and a byte-order mark is refused only
+    where the file starts (the header). A block is read as it would be in the whole
+    file only if it starts outside a quoted field, which the caller finds by
+    counting quotes (``bundler/campaign/stream.py``), a count that only RFC 4180
+    quoting makes meaningful: a block with a quote out of place
+    (:func:`quotes_well_placed`) is not sure. ``again``: as for
+    :func:`read_jsonl_block`.
+    """
+    plan = _plan(name)
+    if plan is None:
+        return None
+    whole = header + data
+    if not again and not (_text_ok(whole) and quotes_well_placed(whole)):
+        return None
+    try:
+        ct = _read_csv(whole, plan, again=again)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeError):
+        return None
+    return None if ct is None else dataclasses.replace(ct, first_line=first_line)
+
+
+def quotes_well_placed(data: bytes) -> bool:
+    """Whether every ``"`` of ``data`` (CSV text starting outside any quoted field) is where
+    RFC 4180 quoting puts one, so that a line break is a record boundary exactly when an
+    even number of quotes precede it.
+
+    Numbered in order, an even quote opens a field (at the text's start, after a
+    comma or a line break) or is the second of a doubled quote (right after the odd
+    one before it); an odd quote closes a field (before a comma, a line break or the
+    text's end) or is the first of a doubled quote (before a quote). A stray quote
+    (``5"``, ``"a"b``) or an unclosed field breaks one of these; Python's ``csv`` and
+    Arrow may then read the text differently, and the caller reads the file whole.
+    """
+    if b'"' not in data:
+        return True
+    buf = np.frombuffer(data, np.uint8)
+    quotes = np.flatnonzero(buf == _QUOTE)
+    if len(quotes) % 2:
+        return False  # a quoted field left open
+    opening, closing = quotes[0::2], quotes[1::2]
+    before = buf[np.maximum(opening - 1, 0)]
+    opens = (opening == 0) | (before == _COMMA) | (before == _LF)
+    opens[1:] |= opening[1:] - 1 == closing[:-1]
+    after = buf[np.minimum(closing + 1, len(buf) - 1)]
+    closes = (closing == len(buf) - 1) | (after == _COMMA) | (after == _LF) | (after == _QUOTE)
+    return bool(opens.all() and closes.all())
 
 
 ArrowScrub = Callable[[str, "pa.Array[Any]"], "pa.Array[Any]"]

@@ -380,9 +380,9 @@ def load_campaign(
     With ``columnar``, a large table that passes the column-wise checks
     (:mod:`bundler.campaign.columnar`) is kept as Arrow columns in ``Campaign.columns``
     instead of row dicts; any other table, and any table with a problem, is
-    read row by row. With ``stream`` too, a JSON Lines receipts file of at least
+    read row by row. With ``stream`` too, a JSON Lines or CSV receipts file of at least
     ``stream.min_bytes`` is checked block by block and kept in ``Campaign.streamed``
-    (:mod:`bundler.campaign.stream`), unless a block is not sure: then per-row.
+    (:mod:`bundler.campaign.stream`), unless a block is not sure: then it is read whole.
     """
     if not root.is_dir():
         return Campaign(root, {}), [Problem(str(root), None, None, "not a directory")]
@@ -481,8 +481,8 @@ def _load_tables(  # noqa: PLR0917
 def _streamable(
     tree: ConfinedTree, name: str, rel: str, stream: StreamLimits, problems: list[Problem]
 ) -> bool:
-    """Whether table file ``rel`` is large JSON Lines, to be checked block by block."""
-    if name not in STREAMED_TABLES or not rel.endswith(".jsonl"):
+    """Whether table file ``rel`` is large JSON Lines or CSV, to be checked block by block."""
+    if name not in STREAMED_TABLES or not rel.endswith((".jsonl", ".csv")):
         return False
     try:
         fd = tree.open(rel)

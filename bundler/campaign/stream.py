@@ -1,11 +1,14 @@
-"""A large JSON Lines receipts table sealed in blocks: read, check, scrub, write, in bounded memory.
+"""A large receipts table (JSON Lines or CSV) sealed in blocks: read, check, scrub, write, in
+bounded memory.
 
 ``docs/adr/0005-columnar-seal.md`` § Streaming. The file is read once, a block
-(``StreamLimits.block_bytes`` of whole lines) at a time, hashed as it is read:
+(``StreamLimits.block_bytes`` of whole lines; of a CSV file, whole records after
+its header line) at a time, hashed as it is read:
 
 1. :func:`survey` (at load): each block is read and checked as
-   :func:`~bundler.campaign.columnar.read_jsonl_block` checks a whole file (any
-   block not sure: the caller reads the file per-row, as before), by
+   :func:`~bundler.campaign.columnar.read_jsonl_block` (or ``read_csv_block``, the
+   header line and the block) checks a whole file (any block not sure: the caller
+   reads the file whole, column-wise or per-row, as before), by
    ``StreamLimits.workers`` threads at once (Arrow's parser, ``pyarrow.compute``,
    numpy and hashlib release the GIL), merged in file order; the row-local cross
    checks run per block; ``request_id`` is kept as a 64-bit hash per row (8 bytes
@@ -52,6 +55,7 @@ from bundler._internal.confined import ChangedFileError, ConfinedTree, FileIdent
 from bundler.campaign.columnar import (
     JSON_BLOCK_BYTES,
     ColumnTable,
+    read_csv_block,
     read_jsonl_block,
     to_bundle_table,
 )
@@ -70,7 +74,7 @@ from bundler.format.tables import (
 __all__ = ["STREAMED_TABLES", "StreamLimits", "StreamedTable", "survey", "write_parquet"]
 
 STREAMED_TABLES = frozenset({"receipts"})
-"""Tables sealed in blocks when their JSON Lines file is large."""
+"""Tables sealed in blocks when their JSON Lines or CSV file is large."""
 
 _P = 0x100000001B3  # odd: invertible modulo 2**64
 _P_INV = pow(_P, -1, 1 << 64)
@@ -82,9 +86,11 @@ class StreamLimits:
     """When and in what pieces a table is streamed."""
 
     min_bytes: int = 64 << 20
-    """A ``.jsonl`` table file of at least this size is streamed; smaller ones are read whole."""
+    """A ``.jsonl`` or ``.csv`` table file of at least this size is streamed; smaller ones are
+    read whole."""
     block_bytes: int = JSON_BLOCK_BYTES
-    """Bytes read and parsed at a time (whole lines; a longer line makes a longer block)."""
+    """Bytes read and parsed at a time (whole lines, or CSV records; a longer one makes a
+    longer block)."""
     row_group_rows: int = PARQUET_OPTIONS["row_group_size"]
     """Rows per Parquet row group: ``PARQUET_OPTIONS["row_group_size"]`` of the seal."""
     hold_bytes: int = 512 << 20
@@ -239,6 +245,9 @@ class StreamedTable:
     limits: StreamLimits
     stamp: tuple[int, int] = (0, 0)
     """(size, modification time in ns) of the file when the survey read it."""
+    header: bytes | None = None
+    """A CSV file's header line, its line break included, as the survey read it (each
+    block is parsed after it); None for JSON Lines."""
     num_rows: int = 0
     unknown: list[str] = field(default_factory=list)
     """Unknown field names, in order of first appearance."""
@@ -292,6 +301,25 @@ class StreamedTable:
             self.spill.close()
             self.spill = None
 
+    @property
+    def first_record(self) -> int:
+        """The number the per-row path gives the file's first record (``line N``): a JSON
+        Lines row is its line; ``csv.DictReader`` numbers records from 2, the header
+        being line 1, whatever lines a record spans."""
+        return 1 if self.header is None else 2
+
+    def split(self, fh: BinaryIO) -> Iterator[tuple[int, bytes | memoryview]]:
+        """(offset, bytes) of each block of the file, as the survey cuts it."""
+        if self.header is None:
+            return _blocks(fh, self.limits.block_bytes)
+        return _csv_blocks(fh, self.limits.block_bytes, len(self.header))
+
+    def read(
+        self, data: bytes | memoryview, first: int, *, again: bool = False
+    ) -> ColumnTable | None:
+        """One block read and checked, its rows numbered from ``first``."""
+        return _read_block(self.name, self.header, data, first, again=again)
+
     def _open(self, tree: ConfinedTree) -> int:
         tree.files[self.rel] = self.identity
         try:
@@ -310,9 +338,9 @@ class StreamedTable:
         with ConfinedTree(self.root) as tree, os.fdopen(self._open(tree), "rb") as fh:
             if _stamp(fh) != self.stamp:
                 raise self._changed()
-            line = 1
-            for _, data in _blocks(fh, self.limits.block_bytes):
-                ct = read_jsonl_block(data, self.name, line, again=True)
+            line = self.first_record
+            for _, data in self.split(fh):
+                ct = self.read(data, line, again=True)
                 if ct is None:
                     raise self._changed()
                 line += ct.num_rows
@@ -350,7 +378,7 @@ class StreamedTable:
         data = fh.read(block.length)
         if hashlib.sha256(data).digest() != block.digest:
             raise self._changed()
-        ct = read_jsonl_block(data, self.name, block.first_line, again=True)
+        ct = self.read(data, block.first_line, again=True)
         if ct is None:
             raise self._changed()
         return ct
@@ -360,6 +388,16 @@ class StreamedTable:
             f"{self.rel}: changed while being sealed; nothing written",
             [Problem(self.rel, None, None, "changed while being sealed (read twice)")],
         )
+
+
+def _read_block(
+    name: str, header: bytes | None, data: bytes | memoryview, first: int, *, again: bool = False
+) -> ColumnTable | None:
+    """A block of a JSON Lines file (``header`` None) or of a CSV file, read and checked
+    (:func:`read_jsonl_block`, :func:`read_csv_block`)."""
+    if header is None:
+        return read_jsonl_block(bytes(data), name, first, again=again)
+    return read_csv_block(header, data, name, first, again=again)
 
 
 def _stamp(fh: BinaryIO) -> tuple[int, int]:
@@ -412,6 +450,76 @@ def _block_end(fd: int, start: int, planned: int, total: int) -> int:
             return lo + at + 1
         lo += _PEEK
     return total
+
+
+def _csv_header(fd: int) -> bytes | None:
+    """A CSV file's first line, its line break included; None when it has none (no record)
+    or is longer than ``_PEEK`` (each block is parsed after a copy of it: such a file is
+    read whole)."""
+    head = os.pread(fd, _PEEK, 0)
+    at = head.find(b"\n")
+    return head[: at + 1] if at >= 0 else None
+
+
+def _csv_blocks(fh: BinaryIO, size: int, start: int) -> Iterator[tuple[int, memoryview]]:
+    """(offset, whole records) of the CSV file ``fh`` from ``start`` (the first record),
+    about ``size`` bytes each.
+
+    A record may span lines (a quoted field holds line breaks), so a block ends at
+    the last line break with an even number of quotes before it in the block
+    (:func:`_record_end`), which is a record's end when the file's quoting is RFC
+    4180's: whether it is, each block's reader checks (a quote out of place there:
+    the file is read whole). The block's planned bytes are read with one ``pread``;
+    its incomplete last record is read again with the next block (a record longer
+    than a block: twice the bytes are read, until one ends). Reads up to the
+    file's size when it was opened.
+    """
+    fd = fh.fileno()
+    total = os.fstat(fd).st_size
+    offset = start
+    while offset < total:
+        want = max(size, 1)
+        while True:
+            end = min(offset + want, total)
+            data = os.pread(fd, end - offset, offset)
+            if len(data) != end - offset:
+                return  # the file shrank: the caller's stamp check says so
+            cut = len(data) if end == total else _record_end(data)
+            if cut is not None:
+                break
+            want *= 2
+        yield offset, memoryview(data)[:cut]
+        offset += cut
+
+
+def _record_end(data: bytes) -> int | None:
+    """The offset just after the last line break of ``data`` with an even number of quotes
+    before it, or None when there is none.
+
+    Without a quote (memchr) the last line break; else the quotes are counted once,
+    and the line breaks' parities are found backwards a window at a time (numpy),
+    from the count of quotes after them.
+    """
+    if b'"' not in data:
+        at = data.rfind(b"\n")
+        return at + 1 if at >= 0 else None
+    quotes_total = data.count(b'"')
+    buf = np.frombuffer(data, np.uint8)
+    later = 0  # quotes after the window
+    hi = len(buf)
+    while hi > 0:
+        lo = max(0, hi - _PEEK)
+        window = buf[lo:hi]
+        breaks = np.flatnonzero(window == 0x0A)
+        quotes = np.flatnonzero(window == 0x22)
+        if len(breaks):
+            before = quotes_total - later - (len(quotes) - np.searchsorted(quotes, breaks))
+            even = np.flatnonzero(before % 2 == 0)
+            if len(even):
+                return lo + int(breaks[even[-1]]) + 1
+        later += len(quotes)
+        hi = lo
+    return None
 
 
 def _hash64(arr: pa.Array[Any]) -> np.ndarray[Any, Any]:
@@ -508,15 +616,16 @@ class _Surveyed:
 class _Context:
     name: str
     rel: str
+    header: bytes | None
     attempts: set[str]
     arms: set[str]
     probe: pa.Array[Any]
     san: Sanitizer
 
 
-def _survey_block(ctx: _Context, data: bytes) -> _Surveyed | None:
+def _survey_block(ctx: _Context, data: bytes | memoryview) -> _Surveyed | None:
     """Pass 1 over one block; None when it is not surely valid."""
-    ct = read_jsonl_block(data, ctx.name, 1)
+    ct = _read_block(ctx.name, ctx.header, data, 1)
     if ct is None:
         return None
     ids = ct.column("request_id")
@@ -556,11 +665,11 @@ def survey(  # noqa: PLR0917
     """Pass 1 over table ``name`` in walked file ``rel``: checks, duplicates, what to scrub.
 
     ``context``: (known attempt ids, known arms, request ids other tables refer to).
-    None when some block is not surely valid (the per-row path then reads the file
-    and locates every problem).
+    None when some block is not surely valid (the file is then read whole, as it
+    would have been, column-wise or per-row: the per-row path locates every problem).
     """
     attempts, arms, wanted = context
-    ctx = _Context(name, rel, attempts, arms, pa.array(sorted(wanted), pa.string()), san)
+    probe = pa.array(sorted(wanted), pa.string())
     fd = tree.open(rel)
     st = StreamedTable(name, rel, tree.root, tree.files[rel], limits)
     st.groups = _RowGroups(arrow_schema(name), limits.row_group_rows)
@@ -573,7 +682,14 @@ def survey(  # noqa: PLR0917
     try:
         with os.fdopen(fd, "rb") as fh:
             st.stamp = _stamp(fh)
-            for offset, data in _blocks(fh, limits.block_bytes):
+            if rel.endswith(".csv"):
+                # Every block is parsed after the header. One with a quote is refused by
+                # the whole-file reader too; none (no record) or a longer one: read whole.
+                st.header = _csv_header(fh.fileno())
+                if st.header is None or b'"' in st.header:
+                    return None
+            ctx = _Context(name, rel, st.header, attempts, arms, probe, san)
+            for offset, data in st.split(fh):
                 inflight.append((offset, len(data), pool.submit(_survey_block, ctx, data)))
                 del data
                 # At most one block waits beyond those being surveyed (bounded memory).
@@ -583,7 +699,10 @@ def survey(  # noqa: PLR0917
             while inflight:
                 if not _merge(st, ctx, inflight.popleft(), hashes, problems):
                     return None
-        ok = True
+        # A CSV file without a record is refused by the whole-file reader: so here.
+        ok = st.num_rows > 0 or st.header is None
+        if not ok:
+            return None
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         if not ok:
@@ -613,7 +732,7 @@ def _merge(
     got = fut.result()
     if got is None:
         return False
-    line = st.num_rows + 1  # one row a line
+    line = st.num_rows + st.first_record  # rows numbered at the merge, in file order
     ct = dataclasses.replace(got.columns, first_line=line)
     problems += receipt_block_checks(TableView(st.rel, columns=ct), ctx.attempts, ctx.arms)
     del ct
