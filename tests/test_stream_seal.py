@@ -3,10 +3,12 @@ bytes of the one-shot path, and its problems are located at the same lines."""
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import tempfile
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -292,5 +294,27 @@ def test_no_temporary_file_or_thread_is_left_behind(
         with pytest.raises(CampaignError):
             seal_campaign(camp, out, stream=limits)
         assert not out.exists()
+    assert _leftovers(tmp) == []
+    assert {t.name for t in threading.enumerate()} - before == set()
+
+
+def test_a_loaded_table_never_sealed_lets_go_of_its_files_and_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``load_campaign`` alone (a caller that only checks): once the campaign is let go,
+    the writing thread stops and the temporary files are gone, with no unclosed-file
+    warning (issue 22)."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    camp = write_campaign(tmp_path / "c", **{"receipts.jsonl": _mixed_receipts(60, 30)})
+    before = {t.name for t in threading.enumerate()}
+    loaded, problems = load_campaign(
+        camp, columnar=True, stream=replace(SMALL_BLOCKS, hold_bytes=0)
+    )
+    assert not problems and "receipts" in loaded.streamed
+    assert _leftovers(tmp)  # the member being written (and the spill file, unlinked)
+    del loaded
+    gc.collect()
     assert _leftovers(tmp) == []
     assert {t.name for t in threading.enumerate()} - before == set()

@@ -39,6 +39,7 @@ import os
 import queue
 import tempfile
 import threading
+import weakref
 from collections import Counter, deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -171,14 +172,16 @@ class _RowGroups:
         if self._held:
             self._write(self._held)
         self._writer.close()
+        self._handed_out = True
         return cast(BinaryIO, self.file)
 
     def close(self) -> None:
-        """Remove the file, written or not."""
+        """Remove the file, written or not, unless :meth:`finish` handed it out."""
         self._pending = []
         with contextlib.suppress(Exception):
             self._writer.close()
-        self.file.close()
+        if not getattr(self, "_handed_out", False):
+            self.file.close()
 
     def _write(self, n: int) -> None:
         group = pa.Table.from_arrays(
@@ -186,6 +189,13 @@ class _RowGroups:
         )
         self._held -= n
         self._writer.write_table(group, row_group_size=self._rows)
+
+
+def _release(early: _Background, groups: _RowGroups) -> None:
+    """Stop ``early``'s thread and remove ``groups``' file (idempotent)."""
+    with contextlib.suppress(Exception):
+        early.join()
+    groups.close()
 
 
 def _first_rows(chunks: list[pa.Array[Any]], n: int) -> pa.Array[Any]:
@@ -281,6 +291,7 @@ class StreamedTable:
             if self.held_bytes + size > self.limits.hold_bytes:
                 if self.spill is None:
                     self.spill = _Spill(part.schema)
+                    weakref.finalize(self, self.spill.close)
                 self.spill.put(part)
                 block.part, block.spilled = None, True
             else:
@@ -674,6 +685,9 @@ def survey(  # noqa: PLR0917
     st = StreamedTable(name, rel, tree.root, tree.files[rel], limits)
     st.groups = _RowGroups(arrow_schema(name), limits.row_group_rows)
     st.early = _Background(st.groups)
+    # A loaded table that is never sealed (a caller that only checks) still stops its
+    # writing thread and removes its files once it is let go.
+    weakref.finalize(st, _release, st.early, st.groups)
     problems: list[Problem] = []
     hashes: list[np.ndarray[Any, Any]] = []
     ok = False
