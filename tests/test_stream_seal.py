@@ -8,6 +8,7 @@ import io
 import json
 import tempfile
 import threading
+import warnings
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -307,14 +308,17 @@ def test_a_loaded_table_never_sealed_lets_go_of_its_files_and_thread(
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp))
-    camp = write_campaign(tmp_path / "c", **{"receipts.jsonl": _mixed_receipts(60, 30)})
+    camp = write_campaign(tmp_path / "c", **{"receipts.jsonl": _mixed_receipts(60, 1000)})
     before = {t.name for t in threading.enumerate()}
     loaded, problems = load_campaign(
         camp, columnar=True, stream=replace(SMALL_BLOCKS, hold_bytes=0)
     )
     assert not problems and "receipts" in loaded.streamed
     assert _leftovers(tmp)  # the member being written (and the spill file, unlinked)
-    del loaded
-    gc.collect()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        del loaded
+        gc.collect()
+    assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []
     assert _leftovers(tmp) == []
     assert {t.name for t in threading.enumerate()} - before == set()
