@@ -220,7 +220,7 @@ def test_addresses_in_request_ids_are_numbered_as_one_shot(
     ids = table.column("request_id").to_pylist()
     # 21 distinct addresses (3 x 7), numbered in order of first appearance, row 0 first.
     assert ids[0] == "<ip-1>-r0000" and ids[1] == "<ip-2>-r0001"
-    assert len({i.split("-r")[0] for i in ids}) == 21
+    assert len({str(i).split("-r")[0] for i in ids}) == 21
 
 
 def _mixed_receipts(n: int, scrub_from: int) -> list[dict[str, Any]]:
