@@ -478,9 +478,7 @@ def _read_csv(
     return ColumnTable(checked, 2, tuple(unknown))
 
 
-def read_columnar(  # noqa: PLR0911
-    path: Path, name: str, *, data: bytes | None = None
-) -> ColumnTable | None:
+def read_columnar(path: Path, name: str, *, data: bytes | None = None) -> ColumnTable | None:
     """Read and check table ``name`` from ``path`` column-wise, or None to go per-row.
 
     ``data``, when given, is the file's content, already read (``load_campaign``
@@ -488,10 +486,24 @@ def read_columnar(  # noqa: PLR0911
     then only gives the format by its suffix. ``None`` says nothing about
     validity: the per-row path then reports each problem by file, line and field.
     """
-    if name not in COLUMNAR_TABLES or path.suffix not in (".jsonl", ".csv"):
+    if name not in COLUMNAR_TABLES:
         return None
     plan = _plan(name)
     if plan is None:
+        return None
+    return read_table_file(path, data, lambda d: _read_jsonl(d, plan), lambda d: _read_csv(d, plan))
+
+
+def read_table_file(
+    path: Path,
+    data: bytes | None,
+    jsonl: Callable[[bytes], ColumnTable | None],
+    csv: Callable[[bytes], ColumnTable | None],
+) -> ColumnTable | None:
+    """A whole table file (``data``, or ``path`` read) through ``jsonl`` or ``csv`` by its
+    suffix, after the byte checks both readers rely on; None (go per-row) for any other
+    suffix, an unreadable file, text the two paths might read differently, or an Arrow error."""
+    if path.suffix not in (".jsonl", ".csv"):
         return None
     if data is None:
         try:
@@ -501,9 +513,7 @@ def read_columnar(  # noqa: PLR0911
     if not _text_ok(data):
         return None
     try:
-        if path.suffix == ".jsonl":
-            return _read_jsonl(data, plan)
-        return _read_csv(data, plan)
+        return jsonl(data) if path.suffix == ".jsonl" else csv(data)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeError):
         return None
 

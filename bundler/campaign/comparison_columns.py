@@ -48,8 +48,8 @@ from bundler.campaign.columnar import (
     _present,
     _read_csv,
     _read_type,
-    _text_ok,
     _unknown_ok,
+    read_table_file,
 )
 from bundler.campaign.table_columns import field_kinds
 from bundler.format.tables import arrow_schema, table_schema
@@ -313,18 +313,8 @@ def read_comparisons(path: Path, *, data: bytes | None = None) -> ColumnTable | 
     ``path`` (``.jsonl`` or ``.csv``; ``data``: its content, already read): the table
     read and checked column-wise, or None to go per-row."""
     plan = _plan()
-    if plan is None or path.suffix not in (".jsonl", ".csv"):
+    if plan is None:
         return None
-    if data is None:
-        try:
-            data = path.read_bytes()
-        except OSError:
-            return None
-    if not _text_ok(data):
-        return None
-    try:
-        if path.suffix == ".jsonl":
-            return _read_jsonl(data, plan)
-        return _read_csv_table(data, plan)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeError):
-        return None
+    return read_table_file(
+        path, data, lambda d: _read_jsonl(d, plan), lambda d: _read_csv_table(d, plan)
+    )
