@@ -553,7 +553,7 @@ def read_csv_block(
     whole file then holds block by block, and a byte-order mark is refused only
     where the file starts (the header). A block is read as it would be in the whole
     file only if it starts outside a quoted field, which the caller finds by
-    counting quotes (``bundler/campaign/stream.py``), a count that only RFC 4180
+    counting quotes (``bundler/campaign/stream_blocks.py``), a count that only RFC 4180
     quoting makes meaningful: a block with a quote out of place
     (:func:`quotes_well_placed`) is not sure. ``again``: as for
     :func:`read_jsonl_block`.

@@ -36,21 +36,17 @@ import contextlib
 import dataclasses
 import hashlib
 import os
-import queue
-import tempfile
-import threading
 import weakref
 from collections import Counter, deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from bundler._internal.confined import ChangedFileError, ConfinedTree, FileIdentity
 from bundler.campaign.columnar import (
@@ -60,8 +56,10 @@ from bundler.campaign.columnar import (
     read_jsonl_block,
     to_bundle_table,
 )
+from bundler.campaign.row_groups import Background, RowGroups, Spill, release
 from bundler.campaign.sanitize import Sanitizer
 from bundler.campaign.sanitize_rules import is_secret_name
+from bundler.campaign.stream_blocks import csv_blocks, csv_header, jsonl_blocks, stamp
 from bundler.errors import CampaignError, Problem
 from bundler.format.contract import TableView, receipt_block_checks
 from bundler.format.tables import (
@@ -114,136 +112,6 @@ class _Held:
     digest: bytes = b""
 
 
-class _Spill:
-    """Converted blocks in a temporary Arrow IPC stream, written and read back in order.
-
-    The file is unlinked at creation (``tempfile.TemporaryFile``): nothing is left
-    behind whatever happens to the process.
-    """
-
-    def __init__(self, schema: pa.Schema) -> None:
-        self._fh = tempfile.TemporaryFile(prefix="reprobundle-spill-")  # noqa: SIM115
-        self._schema = schema
-        self._writer: Any = pa.ipc.new_stream(pa.PythonFile(self._fh, mode="w"), schema)
-        self._reader: Any = None
-
-    def put(self, part: pa.Table) -> None:
-        """Append ``part`` (at least one row) as one record batch."""
-        arrays: list[Any] = [c.chunk(0) for c in part.combine_chunks().columns]
-        self._writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self._schema))
-
-    def get(self) -> pa.Table:
-        if self._reader is None:
-            self._writer.close()
-            self._fh.seek(0)
-            self._reader = pa.ipc.open_stream(pa.PythonFile(self._fh, mode="r"))
-        return pa.Table.from_batches([self._reader.read_next_batch()], schema=self._schema)
-
-    def close(self) -> None:
-        self._fh.close()
-
-
-class _RowGroups:
-    """Parquet-ready parts gathered into row groups of exactly ``rows`` rows, each column
-    contiguous, written to a temporary file as they fill (Arrow writes by name, its own
-    file output: the writing thread does not hold the GIL)."""
-
-    def __init__(self, schema: pa.Schema, rows: int) -> None:
-        self.file = tempfile.NamedTemporaryFile(prefix="reprobundle-", suffix=".parquet")  # noqa: SIM115
-        options = {k: v for k, v in PARQUET_OPTIONS.items() if k != "row_group_size"}
-        self._writer = pq.ParquetWriter(self.file.name, schema, **options)
-        self._schema = schema
-        self._rows = rows
-        # Per column, the chunks not yet written (columns combined one at a time, each
-        # column's chunks let go once copied: a row group's peak is one column's copy).
-        self._pending: list[list[pa.Array[Any]]] = [[] for _ in schema]
-        self._held = 0
-
-    def add(self, part: pa.Table) -> None:
-        """Append ``part``'s rows; write every row group they complete."""
-        for col, arr in zip(self._pending, part.columns, strict=True):
-            col.extend(arr.chunks)
-        self._held += part.num_rows
-        while self._held >= self._rows:
-            self._write(self._rows)
-
-    def finish(self) -> BinaryIO:
-        """Write the last, shorter row group and the footer; the file, at its end."""
-        if self._held:
-            self._write(self._held)
-        self._writer.close()
-        self._handed_out = True
-        return cast(BinaryIO, self.file)
-
-    def close(self) -> None:
-        """Remove the file, written or not, unless :meth:`finish` handed it out."""
-        self._pending = []
-        with contextlib.suppress(Exception):
-            self._writer.close()
-        if not getattr(self, "_handed_out", False):
-            self.file.close()
-
-    def _write(self, n: int) -> None:
-        group = pa.Table.from_arrays(
-            [_first_rows(chunks, n) for chunks in self._pending], schema=self._schema
-        )
-        self._held -= n
-        self._writer.write_table(group, row_group_size=self._rows)
-
-
-def _release(early: _Background, groups: _RowGroups) -> None:
-    """Stop ``early``'s thread and remove ``groups``' file (idempotent)."""
-    with contextlib.suppress(Exception):
-        early.join()
-    groups.close()
-
-
-def _first_rows(chunks: list[pa.Array[Any]], n: int) -> pa.Array[Any]:
-    """The first ``n`` values of ``chunks`` as one array, taken out of ``chunks``."""
-    take: list[pa.Array[Any]] = []
-    got = 0
-    while got < n:
-        arr = chunks.pop(0)
-        if got + len(arr) > n:
-            chunks.insert(0, arr.slice(n - got))
-            arr = arr.slice(0, n - got)
-        take.append(arr)
-        got += len(arr)
-    return pa.concat_arrays(take) if len(take) != 1 else take[0]
-
-
-class _Background:
-    """Row groups written by a thread while the survey reads on (issue 22): parts are
-    queued in file order (at most two waiting), the writer's error re-raised on join."""
-
-    def __init__(self, groups: _RowGroups) -> None:
-        self.groups = groups
-        self._queue: queue.Queue[pa.Table | None] = queue.Queue(maxsize=2)
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="row-groups", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while (part := self._queue.get()) is not None:
-            if self._error is None:
-                try:
-                    self.groups.add(part)
-                except BaseException as exc:
-                    self._error = exc
-
-    def put(self, part: pa.Table) -> None:
-        """Queue ``part`` (blocks while two wait)."""
-        self._queue.put(part)
-
-    def join(self) -> None:
-        """Wait until every queued part is written; re-raise the writer's error."""
-        if self._thread.is_alive():
-            self._queue.put(None)
-            self._thread.join()
-        if self._error is not None:
-            raise self._error
-
-
 @dataclass
 class StreamedTable:
     """A table checked block by block, held for the writer (see the module docstring)."""
@@ -268,10 +136,10 @@ class StreamedTable:
     """The request ids other tables refer to that this table holds."""
     held: list[_Held] = field(default_factory=list)
     held_bytes: int = 0
-    spill: _Spill | None = None
-    groups: _RowGroups | None = None
+    spill: Spill | None = None
+    groups: RowGroups | None = None
     """The table's Parquet member being written."""
-    early: _Background | None = None
+    early: Background | None = None
     """Writes the table's first row groups while the survey reads on, as long as every
     block so far is final (nothing to scrub); None once one is not."""
 
@@ -290,7 +158,7 @@ class StreamedTable:
             size = int(part.nbytes)
             if self.held_bytes + size > self.limits.hold_bytes:
                 if self.spill is None:
-                    self.spill = _Spill(part.schema)
+                    self.spill = Spill(part.schema)
                     weakref.finalize(self, self.spill.close)
                 self.spill.put(part)
                 block.part, block.spilled = None, True
@@ -322,8 +190,8 @@ class StreamedTable:
     def split(self, fh: BinaryIO) -> Iterator[tuple[int, bytes | memoryview]]:
         """(offset, bytes) of each block of the file, as the survey cuts it."""
         if self.header is None:
-            return _blocks(fh, self.limits.block_bytes)
-        return _csv_blocks(fh, self.limits.block_bytes, len(self.header))
+            return jsonl_blocks(fh, self.limits.block_bytes)
+        return csv_blocks(fh, self.limits.block_bytes, len(self.header))
 
     def read(
         self, data: bytes | memoryview, first: int, *, again: bool = False
@@ -347,7 +215,7 @@ class StreamedTable:
             CampaignError: the file is no longer the file surveyed.
         """
         with ConfinedTree(self.root) as tree, os.fdopen(self._open(tree), "rb") as fh:
-            if _stamp(fh) != self.stamp:
+            if stamp(fh) != self.stamp:
                 raise self._changed()
             line = self.first_record
             for _, data in self.split(fh):
@@ -356,7 +224,7 @@ class StreamedTable:
                     raise self._changed()
                 line += ct.num_rows
                 yield ct
-            if _stamp(fh) != self.stamp:
+            if stamp(fh) != self.stamp:
                 raise self._changed()
 
     def parts(self, convert: Any) -> Iterator[pa.Table]:
@@ -409,128 +277,6 @@ def _read_block(
     if header is None:
         return read_jsonl_block(bytes(data), name, first, again=again)
     return read_csv_block(header, data, name, first, again=again)
-
-
-def _stamp(fh: BinaryIO) -> tuple[int, int]:
-    st = os.fstat(fh.fileno())
-    return st.st_size, st.st_mtime_ns
-
-
-_PEEK = 64 << 10
-"""Bytes read before a block's planned end to find its last line break."""
-
-
-def _blocks(fh: BinaryIO, size: int) -> Iterator[tuple[int, bytes]]:
-    """(offset, whole lines) of ``fh``, about ``size`` bytes each (a JSON Lines block's
-    lines are its rows: the caller numbers them).
-
-    Each block is one ``pread`` of exactly its bytes: its end (the last line break
-    before ``size`` bytes, or the first after them for a longer line) is found in a
-    small window first, so no block is copied out of a larger read. Reads up to the
-    file's size when it was opened.
-    """
-    fd = fh.fileno()
-    total = os.fstat(fd).st_size
-    offset = 0
-    while offset < total:
-        end = _block_end(fd, offset, min(offset + size, total), total)
-        block = os.pread(fd, end - offset, offset)
-        if len(block) != end - offset:
-            return  # the file shrank: the caller's stamp check says so
-        yield offset, block
-        offset = end
-
-
-def _block_end(fd: int, start: int, planned: int, total: int) -> int:
-    """The offset just after the last line break in ``[start, planned)``; when there is
-    none (a line longer than a block), just after the first one from ``planned`` on;
-    ``total`` when there is no line break left."""
-    if planned >= total:
-        return total
-    hi = planned
-    while hi > start:  # backwards, a window at a time
-        lo = max(start, hi - _PEEK)
-        at = os.pread(fd, hi - lo, lo).rfind(b"\n")
-        if at >= 0:
-            return lo + at + 1
-        hi = lo
-    lo = planned
-    while lo < total:  # a line longer than a block: forwards to its end
-        at = os.pread(fd, _PEEK, lo).find(b"\n")
-        if at >= 0:
-            return lo + at + 1
-        lo += _PEEK
-    return total
-
-
-def _csv_header(fd: int) -> bytes | None:
-    """A CSV file's first line, its line break included; None when it has none (no record)
-    or is longer than ``_PEEK`` (each block is parsed after a copy of it: such a file is
-    read whole)."""
-    head = os.pread(fd, _PEEK, 0)
-    at = head.find(b"\n")
-    return head[: at + 1] if at >= 0 else None
-
-
-def _csv_blocks(fh: BinaryIO, size: int, start: int) -> Iterator[tuple[int, memoryview]]:
-    """(offset, whole records) of the CSV file ``fh`` from ``start`` (the first record),
-    about ``size`` bytes each.
-
-    A record may span lines (a quoted field holds line breaks), so a block ends at
-    the last line break with an even number of quotes before it in the block
-    (:func:`_record_end`), which is a record's end when the file's quoting is RFC
-    4180's: whether it is, each block's reader checks (a quote out of place there:
-    the file is read whole). The block's planned bytes are read with one ``pread``;
-    its incomplete last record is read again with the next block (a record longer
-    than a block: twice the bytes are read, until one ends). Reads up to the
-    file's size when it was opened.
-    """
-    fd = fh.fileno()
-    total = os.fstat(fd).st_size
-    offset = start
-    while offset < total:
-        want = max(size, 1)
-        while True:
-            end = min(offset + want, total)
-            data = os.pread(fd, end - offset, offset)
-            if len(data) != end - offset:
-                return  # the file shrank: the caller's stamp check says so
-            cut = len(data) if end == total else _record_end(data)
-            if cut is not None:
-                break
-            want *= 2
-        yield offset, memoryview(data)[:cut]
-        offset += cut
-
-
-def _record_end(data: bytes) -> int | None:
-    """The offset just after the last line break of ``data`` with an even number of quotes
-    before it, or None when there is none.
-
-    Without a quote (memchr) the last line break; else the quotes are counted once,
-    and the line breaks' parities are found backwards a window at a time (numpy),
-    from the count of quotes after them.
-    """
-    if b'"' not in data:
-        at = data.rfind(b"\n")
-        return at + 1 if at >= 0 else None
-    quotes_total = data.count(b'"')
-    buf = np.frombuffer(data, np.uint8)
-    later = 0  # quotes after the window
-    hi = len(buf)
-    while hi > 0:
-        lo = max(0, hi - _PEEK)
-        window = buf[lo:hi]
-        breaks = np.flatnonzero(window == 0x0A)
-        quotes = np.flatnonzero(window == 0x22)
-        if len(breaks):
-            before = quotes_total - later - (len(quotes) - np.searchsorted(quotes, breaks))
-            even = np.flatnonzero(before % 2 == 0)
-            if len(even):
-                return lo + int(breaks[even[-1]]) + 1
-        later += len(quotes)
-        hi = lo
-    return None
 
 
 def _hash64(arr: pa.Array[Any]) -> np.ndarray[Any, Any]:
@@ -683,11 +429,11 @@ def survey(  # noqa: PLR0917
     probe = pa.array(sorted(wanted), pa.string())
     fd = tree.open(rel)
     st = StreamedTable(name, rel, tree.root, tree.files[rel], limits)
-    st.groups = _RowGroups(arrow_schema(name), limits.row_group_rows)
-    st.early = _Background(st.groups)
+    st.groups = RowGroups(arrow_schema(name), limits.row_group_rows)
+    st.early = Background(st.groups)
     # A loaded table that is never sealed (a caller that only checks) still stops its
     # writing thread and removes its files once it is let go.
-    weakref.finalize(st, _release, st.early, st.groups)
+    weakref.finalize(st, release, st.early, st.groups)
     problems: list[Problem] = []
     hashes: list[np.ndarray[Any, Any]] = []
     ok = False
@@ -695,11 +441,11 @@ def survey(  # noqa: PLR0917
     pool = ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="survey")
     try:
         with os.fdopen(fd, "rb") as fh:
-            st.stamp = _stamp(fh)
+            st.stamp = stamp(fh)
             if rel.endswith(".csv"):
                 # Every block is parsed after the header. One with a quote is refused by
                 # the whole-file reader too; none (no record) or a longer one: read whole.
-                st.header = _csv_header(fh.fileno())
+                st.header = csv_header(fh.fileno())
                 if st.header is None or b'"' in st.header:
                     return None
             ctx = _Context(name, rel, st.header, attempts, arms, probe, san)
