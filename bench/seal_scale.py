@@ -9,16 +9,22 @@ process timed whole (interpreter start and imports included):
   seal took before issue 11; slow, off by default);
 - ``peer``: the plain pyarrow script a user would write, ``pyarrow.json.read_json``
   (or ``pyarrow.csv.read_csv``) of the receipts file, then
-  ``pyarrow.parquet.write_table(compression="zstd")``.
+  ``pyarrow.parquet.write_table(compression="zstd")``;
+- ``peer-jemalloc``: the same script with ``ARROW_DEFAULT_MEMORY_POOL=jemalloc``.
+  pyarrow's default pool (mimalloc) spent 2-4.6 s of system time on this VM,
+  touching fresh pages for its whole-file table, where jemalloc spent 0.5 s: the
+  fastest peer we know how to run, for an honest ratio (printed against ``peer``).
 
 Shapes: ``exact`` (the schema's required fields only), ``seed`` (the bundled
 sample's shape: every optional field, explicit nulls, a ``prompt_id`` beyond the
 schema on one row in eight) and ``extra`` (several unknown fields of each JSON
 scalar type, some absent, some explicitly null, one unique per row).
 
-Reports wall clock, CPU seconds (the child's, all threads, from ``wait4``) and
-peak RSS (``ru_maxrss`` of that child) of each, the seal/peer wall ratio, and
-whether the seal paths wrote the same bundle bytes.
+Reports wall clock, CPU seconds (the child's, all threads, from ``wait4``; user and
+system apart too: the peer's system time, page faults of its whole-file table,
+varies between machines and days) and peak RSS (``ru_maxrss`` of that child) of
+each, the seal/peer wall ratio, and whether the seal paths wrote the same bundle
+bytes.
 
 Targets (issue 22): 1M rows within 1.5x the peer's wall time, peak <= 1 GiB;
 10M rows peak <= 1.5 GiB.
@@ -75,7 +81,7 @@ pq.write_table(table, sys.argv[2], compression="zstd")
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "-")
 """
 
-PATHS = ("columnar", "per-row", "peer")
+PATHS = ("columnar", "per-row", "peer", "peer-jemalloc")
 SHAPES = ("exact", "seed", "extra")
 
 
@@ -177,17 +183,22 @@ class Run:
     path: str
     wall_s: float
     cpu_s: float
+    user_s: float
+    sys_s: float
     rss_mib: float
     sha256: str
 
 
-def run_once(path: str, camp: Path, out: Path) -> tuple[float, float, float, str]:
-    """(wall s, CPU s, peak RSS MiB, bundle SHA-256) of one fresh process, timed whole."""
+def run_once(path: str, camp: Path, out: Path) -> tuple[float, float, float, float, str]:
+    """(wall s, user CPU s, system CPU s, peak RSS MiB, bundle SHA-256) of one fresh
+    process, timed whole."""
     env = dict(os.environ)
     env.pop(PER_ROW_ENV, None)
     if path == "per-row":
         env[PER_ROW_ENV] = "1"
-    if path == "peer":
+    if path.startswith("peer"):
+        if path == "peer-jemalloc":
+            env["ARROW_DEFAULT_MEMORY_POOL"] = "jemalloc"
         src = next(camp.glob("receipts.*"))
         argv = [sys.executable, "-c", _PEER, str(src), str(out)]
     else:
@@ -201,7 +212,7 @@ def run_once(path: str, camp: Path, out: Path) -> tuple[float, float, float, str
         raise SystemExit(f"{path} on {camp} failed:\n{stderr.decode(errors='replace')}")
     rss, sha = stdout.decode().split()
     out.unlink(missing_ok=True)
-    return wall, usage.ru_utime + usage.ru_stime, int(rss) / 1024, sha
+    return wall, usage.ru_utime, usage.ru_stime, int(rss) / 1024, sha
 
 
 def measure(  # noqa: PLR0917
@@ -217,7 +228,7 @@ def measure(  # noqa: PLR0917
     gen.join()
     if gen.exitcode != 0:
         raise SystemExit(f"generating {camp} failed")
-    runs: dict[str, list[tuple[float, float, float, str]]] = {p: [] for p in paths}
+    runs: dict[str, list[tuple[float, float, float, float, str]]] = {p: [] for p in paths}
     for i in range(repeat):
         for p in paths:
             note(f"[{n:>10,} {fmt} {shape}] {p} {i + 1}/{repeat}")
@@ -230,9 +241,11 @@ def measure(  # noqa: PLR0917
             shape=shape,
             path=p,
             wall_s=round(statistics.median(r[0] for r in rs), 2),
-            cpu_s=round(statistics.median(r[1] for r in rs), 2),
-            rss_mib=round(max(r[2] for r in rs), 1),
-            sha256=rs[0][3] if len({r[3] for r in rs}) == 1 else "differs",
+            cpu_s=round(statistics.median(r[1] + r[2] for r in rs), 2),
+            user_s=round(statistics.median(r[1] for r in rs), 2),
+            sys_s=round(statistics.median(r[2] for r in rs), 2),
+            rss_mib=round(max(r[3] for r in rs), 1),
+            sha256=rs[0][4] if len({r[4] for r in rs}) == 1 else "differs",
         )
         for p, rs in runs.items()
     ]
@@ -269,10 +282,14 @@ def main(argv: list[str] | None = None) -> int:
         "load_average_end": [round(x, 2) for x in os.getloadavg()],
         "bench_parent_maxrss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }
-    peers = {(r.receipts, r.fmt, r.shape): r for r in runs if r.path == "peer"}
+
+    def by_key(path: str) -> dict[tuple[int, str, str], Run]:
+        return {(r.receipts, r.fmt, r.shape): r for r in runs if r.path == path}
+
+    peers, jemalloc = by_key("peer"), by_key("peer-jemalloc")
     seals: dict[tuple[int, str, str], set[str]] = {}
     for r in runs:
-        if r.path != "peer":
+        if not r.path.startswith("peer"):
             seals.setdefault((r.receipts, r.fmt, r.shape), set()).add(r.sha256)
     same = all(len(v) == 1 and "differs" not in v for v in seals.values())
     if args.json:
@@ -280,15 +297,19 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if same else 1
     print(f"fresh process each, timed whole; median of {args.repeat}; {env}")
     print(
-        f"{'receipts':>10} {'fmt':>5} {'shape':>5} {'path':>8} {'wall s':>8} {'CPU s':>7} "
-        f"{'RSS MiB':>8} {'x peer':>6}"
+        f"{'receipts':>10} {'fmt':>5} {'shape':>5} {'path':>13} {'wall s':>8} {'CPU s':>7} "
+        f"{'user s':>7} {'sys s':>6} {'RSS MiB':>8} {'x peer':>6} {'x peer-jemalloc':>15}"
     )
+
+    def ratio(r: Run, against: dict[tuple[int, str, str], Run]) -> str:
+        other = against.get((r.receipts, r.fmt, r.shape))
+        return f"{r.wall_s / other.wall_s:.2f}" if other and not r.path.startswith("peer") else ""
+
     for r in runs:
-        peer = peers.get((r.receipts, r.fmt, r.shape))
-        ratio = f"{r.wall_s / peer.wall_s:.2f}" if peer and r.path != "peer" else ""
         print(
-            f"{r.receipts:>10,} {r.fmt:>5} {r.shape:>5} {r.path:>8} {r.wall_s:>8.2f} "
-            f"{r.cpu_s:>7.2f} {r.rss_mib:>8.0f} {ratio:>6}"
+            f"{r.receipts:>10,} {r.fmt:>5} {r.shape:>5} {r.path:>13} {r.wall_s:>8.2f} "
+            f"{r.cpu_s:>7.2f} {r.user_s:>7.2f} {r.sys_s:>6.2f} {r.rss_mib:>8.0f} "
+            f"{ratio(r, peers):>6} {ratio(r, jemalloc):>15}"
         )
     print("seal paths wrote the same bytes" if same else "SEAL PATHS WROTE DIFFERENT BYTES")
     return 0 if same else 1

@@ -514,7 +514,7 @@ def seal_campaign(
     The output is written atomically: if anything fails, no file appears.
     External artifacts are looked up under ``artifact_dirs`` then the campaign
     directory, hashed in parallel and compared with any recorded digest.
-    A large JSON Lines receipts file is sealed in blocks (``stream``, by default
+    A large receipts file (JSON Lines or CSV) is sealed in blocks (``stream``, by default
     :class:`StreamLimits`; its ``row_group_rows`` then applies to every table, tests only).
     """
     campaign_dir = Path(campaign_dir)

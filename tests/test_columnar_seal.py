@@ -444,6 +444,25 @@ def test_hostile_csv_cell_is_located_like_per_row(
         assert ("receipts.csv", "line 8", field) in {p[:3] for p in row}, row
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+@pytest.mark.parametrize("literal", ["-0", "-0.0", "-0e0", "0", "0.0"])
+def test_negative_zero_seals_as_per_row(tmp_path: Path, fmt: str, literal: str) -> None:
+    """``-0`` is the integer 0 per row (sealed 0.0) but -0.0 for Arrow; ``-0.0`` is -0.0
+    for both. Whatever the literal, the column-wise bytes are the per-row bytes."""
+    rows: list[dict[str, Any]] = receipts()
+    if fmt == "csv":
+        rows[3]["e2e_s"] = literal
+        camp = _campaign(tmp_path / "c", "receipts.csv", _csv(rows))
+    else:
+        lines = [json.dumps(r) for r in rows]
+        lines[3] = re.sub(r'"e2e_s": [^,}]+', f'"e2e_s": {literal}', lines[3])
+        assert f'"e2e_s": {literal}' in lines[3]
+        camp = _campaign(tmp_path / "c", "receipts.jsonl", "\n".join(lines) + "\n")
+    col, row = _both(camp)
+    assert isinstance(row, bytes)
+    assert col == row
+
+
 def test_cross_checks_name_the_line_in_columnar_mode(tmp_path: Path) -> None:
     """Rows that pass the column checks but break cross-row rules: same problems, same lines."""
     rows = receipts()

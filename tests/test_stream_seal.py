@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import io
 import json
+import re
 import tempfile
 import threading
 import warnings
@@ -149,6 +150,24 @@ def test_a_bad_value_in_a_late_block_is_located_per_row(
     assert {(rec, f) for _, rec, f, _ in found} == {("line 58", "e2e_s")}
     monkeypatch.setenv(PER_ROW_ENV, "1")
     assert _problems(camp, tmp_path, SMALL_BLOCKS) == found
+
+
+def test_an_integer_negative_zero_in_a_late_block_seals_as_per_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``-0`` (0.0 per row, -0.0 for Arrow) in a late block: the streamed bundle is the
+    per-row bundle."""
+    lines = [json.dumps(r) for r in _many_receipts(60)]
+    lines[57] = re.sub(r'"e2e_s": [^,}]+', '"e2e_s": -0', lines[57])
+    assert '"e2e_s": -0,' in lines[57] or '"e2e_s": -0}' in lines[57]
+    camp = write_campaign(tmp_path / "c")
+    (camp / "receipts.jsonl").write_text("\n".join(lines) + "\n")
+    streamed = tmp_path / "streamed.bundle"
+    seal_campaign(camp, streamed, stream=SMALL_BLOCKS)
+    monkeypatch.setenv(PER_ROW_ENV, "1")
+    per_row = tmp_path / "per-row.bundle"
+    seal_campaign(camp, per_row, stream=SMALL_BLOCKS)
+    assert streamed.read_bytes() == per_row.read_bytes()
 
 
 @pytest.mark.parametrize("how", ["in place", "replaced"])

@@ -185,10 +185,23 @@ def _checked(
                     arr = timestamps_ns(arr)
                 except (pa.ArrowInvalid, OverflowError):
                     return None
-        elif not again and not numbers_ok(arr, prop, kinds):
+        elif not again and not (numbers_ok(arr, prop, kinds) and no_negative_zero(arr)):
             return None
         out[field] = arr
     return pa.table(out)
+
+
+def no_negative_zero(arr: pa.Array[Any]) -> bool:
+    """Whether no double of ``arr`` is a negative zero.
+
+    The JSON literal ``-0`` is an integer per row (Python's ``json``: 0, sealed as 0.0)
+    but -0.0 for Arrow, while ``-0.0`` is -0.0 for both: the text, not the value, decides,
+    so a negative zero goes per-row (rare; the per-row path is the reference).
+    """
+    if not pa.types.is_floating(arr.type):
+        return True
+    values = arr.drop_null().to_numpy(zero_copy_only=False)
+    return not bool(np.signbit(values[values == 0]).any())
 
 
 def _text_ok(data: bytes) -> bool:

@@ -49,6 +49,7 @@ from bundler.campaign.columnar import (
     _read_csv,
     _read_type,
     _unknown_ok,
+    no_negative_zero,
     read_table_file,
 )
 from bundler.campaign.table_columns import field_kinds
@@ -230,7 +231,7 @@ def _metrics_ok(children: list[pa.Array[Any]]) -> bool:
         if len(valid) == 0:
             continue
         values = valid.to_numpy(zero_copy_only=False)
-        if not np.isfinite(values).all() or np.signbit(values[values == 0]).any():
+        if not np.isfinite(values).all() or not no_negative_zero(valid):
             return False
     return True
 

@@ -4,7 +4,8 @@
 numbers, date-times). Worker exits add a ``boolean`` field (``killed``, true, false
 or null); this module says how such a field is read and checked column-wise, so that
 :mod:`bundler.campaign.columnar` reads telemetry and worker exits as it reads receipts.
-Objects (``comparisons.metrics``) are not covered: that table stays per-row.
+Objects (``comparisons.metrics``) are not covered here:
+:mod:`bundler.campaign.comparison_columns` reads that table column-wise.
 """
 
 from __future__ import annotations
