@@ -15,7 +15,12 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from bundler.campaign.columnar import PER_ROW_ENV, quotes_well_placed, read_columnar
+from bundler.campaign.columnar import (
+    PER_ROW_ENV,
+    _header_names,
+    quotes_well_placed,
+    read_columnar,
+)
 from bundler.campaign.load import load_campaign
 from bundler.campaign.stream import StreamLimits
 from bundler.errors import CampaignError
@@ -170,6 +175,52 @@ def test_problems_are_located_at_the_per_row_records(
         ("line 49", "arm"),
         ("line 52", "end"),
     }
+
+
+def _header_as(text: bytes, header: bytes) -> bytes:
+    return header + text[text.index(b"\n") :]
+
+
+@pytest.mark.parametrize("quoting", ["all quoted", "some quoted", "doubled quote in a name"])
+def test_a_quoted_header_streams_and_seals_as_per_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quoting: str
+) -> None:
+    """A header whose names are quoted (pandas, ``csv.QUOTE_ALL``) is read by both readers
+    alike: the file streams (it used to go per-row) and seals to the per-row bytes."""
+    text = _csv(_rows(60))
+    names = COLUMNS if quoting != "doubled quote in a name" else [*COLUMNS[:-1], 'odd "x"']
+    quoted = [
+        '"' + n.replace('"', '""') + '"' if quoting != "some quoted" or i % 2 else n
+        for i, n in enumerate(names)
+    ]
+    text = _header_as(text, ",".join(quoted).encode())
+    camp = _campaign(tmp_path / "c", text)
+    assert read_columnar(camp / "receipts.csv", "receipts") is not None
+    assert _streams(camp, SMALL_BLOCKS)
+    streamed, whole, per_row = _three_ways(camp, monkeypatch)
+    assert isinstance(per_row, bytes)
+    assert streamed == whole == per_row
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        b'"request_id',  # a name never closed: spans lines for csv.DictReader
+        b'request_id"x"',  # a quote inside an unquoted name
+        b'"request_id"x',  # text after a closing quote
+    ],
+)
+def test_a_header_with_quotes_out_of_place_is_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first: bytes
+) -> None:
+    """Quoting that the readers could read differently (in the first name): not streamed,
+    not column-wise; sealed or refused as the per-row path does."""
+    text = _header_as(_csv(_rows(60)), b",".join([first, *(c.encode() for c in COLUMNS[1:])]))
+    camp = _campaign(tmp_path / "c", text)
+    assert read_columnar(camp / "receipts.csv", "receipts") is None
+    assert not _streams(camp, SMALL_BLOCKS)
+    streamed, whole, per_row = _three_ways(camp, monkeypatch)
+    assert streamed == whole == per_row
 
 
 @pytest.mark.parametrize(
@@ -328,3 +379,14 @@ def test_a_large_csv_is_sealed_in_bounded_memory(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert int(done.stdout.split()[-1]) < 450
     assert out.stat().st_size > 0
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b c", ",", '"', '""', "é", "_"]), max_size=12).map("".join))
+def test_header_names_are_the_dict_reader_names_or_none(line: str) -> None:
+    """Whenever the column-wise reader takes names from a header line, they are the names
+    ``csv.DictReader`` (non-strict) reads from it."""
+    names = _header_names(line)
+    event("read" if names is not None else "left to per-row")
+    if names is not None:
+        assert names == csv.DictReader(io.StringIO(line + "\n")).fieldnames

@@ -20,6 +20,7 @@ caller runs the per-row path, which names the file, line and field of every prob
 from __future__ import annotations
 
 import codecs
+import csv
 import dataclasses
 import os
 import re
@@ -445,16 +446,35 @@ def _from_csv_text(arr: pa.Array[Any], kinds: list[str]) -> pa.Array[Any] | None
         return None
 
 
+def _header_names(line: str) -> list[str] | None:
+    """The column names of a CSV header line (its line break left out) as ``csv.DictReader``
+    reads them, or None when quoting could make the two readers disagree.
+
+    A quoted name (``"request_id"``, as pandas or ``csv.QUOTE_ALL`` write it) is read
+    by strict RFC 4180 rules; an odd number of quotes (a name spanning lines) or a
+    quote out of place is left to the per-row path. The caller still compares these
+    names with Arrow's.
+    """
+    if not line:
+        return None  # no names at all (DictReader: none; Arrow skips the empty line)
+    if '"' not in line:
+        return line.split(",")
+    if line.count('"') % 2:
+        return None
+    try:
+        rows = list(csv.reader([line], strict=True))
+    except csv.Error:
+        return None
+    return rows[0] if len(rows) == 1 else None
+
+
 def _read_csv(
     data: bytes, plan: dict[str, tuple[dict[str, Any], list[str], bool]], *, again: bool = False
 ) -> ColumnTable | None:
     # Sliced, not split: a split would copy the whole file to drop its first line.
     end = data.find(b"\n")
-    header = (data if end < 0 else data[:end]).decode("utf-8")
-    if '"' in header:
-        return None
-    names = header.split(",")
-    if len(set(names)) != len(names):
+    names = _header_names((data if end < 0 else data[:end]).decode("utf-8"))
+    if names is None or len(set(names)) != len(names):
         return None  # duplicate columns: the per-row path decides which cell wins
     table = pcsv.read_csv(
         cast(Any, pa.BufferReader(data)),

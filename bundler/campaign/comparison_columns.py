@@ -42,6 +42,7 @@ from bundler.campaign.columnar import (
     _checked,
     _contiguous,
     _escaped_key_null,
+    _header_names,
     _json_table,
     _line_breaks,
     _null_member,
@@ -291,8 +292,9 @@ def _read_jsonl(data: bytes, plan: Plan) -> ColumnTable | None:  # noqa: PLR0911
 
 def _read_csv_table(data: bytes, plan: Plan) -> ColumnTable | None:
     """CSV: every ``metrics.<name>`` column a number filled in every row."""
-    header = data.split(b"\n", 1)[0].decode("utf-8")
-    cells = header.split(",")
+    cells = _header_names(data.split(b"\n", 1)[0].decode("utf-8"))
+    if cells is None:
+        return None
     metric_cols = [c for c in cells if c.startswith(_METRIC_PREFIX)]
     if not metric_cols or METRICS in cells:
         return None  # no metrics (required), or a `metrics` column too: per row decides

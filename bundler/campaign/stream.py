@@ -443,10 +443,10 @@ def survey(  # noqa: PLR0917
         with os.fdopen(fd, "rb") as fh:
             st.stamp = stamp(fh)
             if rel.endswith(".csv"):
-                # Every block is parsed after the header. One with a quote is refused by
-                # the whole-file reader too; none (no record) or a longer one: read whole.
+                # Every block is parsed after the header (its quoting checked there);
+                # none (no record) or a longer one: read whole.
                 st.header = csv_header(fh.fileno())
-                if st.header is None or b'"' in st.header:
+                if st.header is None:
                     return None
             ctx = _Context(name, rel, st.header, attempts, arms, probe, san)
             for offset, data in st.split(fh):
