@@ -11,24 +11,24 @@ leaves nothing behind.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
 import math
 import re
-import secrets
-import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Context, Decimal
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
+from bundler._internal.parallel_parse import prefetch
 from bundler._internal.userfile import IMPORT_SOURCE_MAX_BYTES, read_user_file
 from bundler.errors import Problem, UsageError
 from bundler.format.serving_run import POISSON, ServingRun, SourceError
 from bundler.importers import aiperf, guidellm, inference_perf, sglang, vllm, vllm_omni
+from bundler.importers.staged_tree import StagedTree
 
 __all__ = ["FORMATS", "ImportResult", "import_campaign"]
 
@@ -354,13 +354,38 @@ def _read(fmt: str, path: Path, arm: str) -> list[Parsed]:
     ]
 
 
-def _parse_all(fmt: str, sources: Sequence[tuple[str, Path]]) -> list[Parsed]:
+def _size(path: Path) -> int:
+    """A source's size for :func:`prefetch`'s choice (0 when it is no regular file)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return 0
+    return st.st_size if S_ISREG(st.st_mode) else 0
+
+
+def _parse_all(fmt: str, sources: Sequence[tuple[str, Path]], tree: StagedTree) -> list[Parsed]:
+    # Large sources are parsed in worker processes (Python's json holds the GIL); each
+    # result is taken in source order below, a failed one parsed again here to raise.
+    with prefetch([(_read, (fmt, path, arm), _size(path)) for arm, path in sources]) as pre:
+        return _collect(sources, pre.thunks, tree)
+
+
+def carried_rel(run: ServingRun, name: str) -> str:
+    """Where a carried file of ``run`` lies in the campaign."""
+    return f"sources/{run.arm}/{name}"
+
+
+def _collect(
+    sources: Sequence[tuple[str, Path]],
+    results: Sequence[Callable[[], list[Parsed]]],
+    tree: StagedTree,
+) -> list[Parsed]:
     out: list[Parsed] = []
     seen: dict[tuple[str, str], str] = {}
     problems: list[Problem] = []
-    for arm, path in sources:
+    for (arm, path), result in zip(sources, results, strict=True):
         try:
-            parsed = _read(fmt, path, arm)
+            parsed = result()
         except OSError as exc:
             problems.append(Problem(str(path), None, None, exc.strerror or str(exc)))
             continue
@@ -383,6 +408,8 @@ def _parse_all(fmt: str, sources: Sequence[tuple[str, Path]]) -> list[Parsed]:
                 continue
             seen[key] = at
             out.append((run, data, extra))
+            for name, blob in data:
+                tree.put(carried_rel(run, name), blob)
     if problems:
         raise SourceError(f"{len(problems)} problem(s) in the sources; nothing written", problems)
     return out
@@ -429,155 +456,146 @@ def import_campaign(
         )
     if out.exists() or out.is_symlink():
         raise UsageError(f"{out}: already exists; give a new directory")
-    parsed = _parse_all(fmt, sources)
-    runs = [r for r, _, _ in parsed]
-    # vLLM records --backend; AIPerf its --endpoint-type (input_config.endpoint.type).
-    backend = next(
-        (
-            str(r.meta.get("backend") or r.meta.get("endpoint_type"))
-            for r in runs
-            if r.meta.get("backend") or r.meta.get("endpoint_type")
-        ),
-        "",
-    )
-    cid = campaign_id or re.sub(r"[^a-z0-9._-]", "-", out.name.lower()).strip("-.") or "imported"
-    files: dict[str, bytes] = {}
-    index_sources = []
-    load_points: dict[str, dict[str, Any]] = {}
-    claims: list[dict[str, Any]] = []
-    not_claimed: list[dict[str, Any]] = []
-    for run, carried, extra in parsed:
-        rels = [f"sources/{run.arm}/{name}" for name, _ in carried]
-        for rel, (_, data) in zip(rels, carried, strict=True):
-            files[rel] = data
-        entry = {
-            "arm": run.arm,
-            "format": fmt,
-            "path": rels[0],
-            "load_point": run.load_point,
-            "original_name": Path(run.source).name,
-            "sha256": hashlib.sha256(carried[0][1]).hexdigest(),
-        }
-        if len(rels) > 1:
-            entry["aggregate_path"] = rels[1]
-            entry["aggregate_sha256"] = hashlib.sha256(carried[1][1]).hexdigest()
-        if len(rels) > 2:
-            entry["config_path"] = rels[2]
-            entry["config_sha256"] = hashlib.sha256(carried[2][1]).hexdigest()
-        entry |= extra
-        index_sources.append(entry)
-        load_points.setdefault(run.load_point, _load_point_doc(run))
-        cited = replace_source(run, rels[0])
-        if len(rels) > 1:
-            cited = dataclasses.replace(cited, meta={**run.meta, "aggregate_source": rels[1]})
-        c, nc = _claims_of(cited, decimals, goodput, _TOOL[fmt])
-        claims += c
-        not_claimed += nc
-    not_recorded = [*_NOT_RECORDED, *_NOT_RECORDED_BY[fmt]]
-    if any(not r.detailed for r in runs):
-        not_recorded.append(
-            "per-request arrays of: "
-            + ", ".join(f"{r.arm} {r.load_point}" for r in runs if not r.detailed)
-            + " (run without --save-detailed: only E2EL claims can be re-derived, from "
-            "'latencies' where the file records no failed request)"
-        )
-    if any(r.detailed and r.latencies is None and "e2el" not in r.unrecorded for r in runs):
-        not_recorded.append(
-            "per-request end-to-end latencies (older writer): E2EL and TPOT claims are unverifiable"
-        )
-    files["serving.json"] = json.dumps(
-        {
-            "serving_version": "1",
-            "tool": _TOOL.get(fmt, fmt),
-            "sources": index_sources,
-            "load_points": load_points,
-            "not_recorded": not_recorded,
-        },
-        indent=2,
-        sort_keys=True,
-    ).encode()
-    files["plans/serving.json"] = json.dumps(
-        {
-            "plan_version": "1",
-            "id": f"{cid}-serving",
-            "request": {
-                "api": _API.get(backend, "openai-completions"),
-                "timing_boundary": vllm_omni.BOUNDARY
-                if fmt == vllm_omni.FORMAT
-                else f"client side, as {_TOOL.get(fmt, fmt)} records it",
-            },
-            "load_points": [load_points[k] for k in sorted(load_points)],
-            "note": "reconstructed at import from the settings the tool recorded, not a "
-            "plan frozen before the run"
-            + (
-                f" (the tool's backend was {vllm_omni.BACKEND}: video jobs polled to "
-                "completion; request.api only marks a serving plan)"
-                if fmt == vllm_omni.FORMAT
-                else ""
+    # The carried sources are written while later ones are parsed; nothing reaches
+    # ``out`` unless every check passes.
+    with StagedTree(out) as tree:
+        parsed = _parse_all(fmt, sources, tree)
+        runs = [r for r, _, _ in parsed]
+        # vLLM records --backend; AIPerf its --endpoint-type (input_config.endpoint.type).
+        backend = next(
+            (
+                str(r.meta.get("backend") or r.meta.get("endpoint_type"))
+                for r in runs
+                if r.meta.get("backend") or r.meta.get("endpoint_type")
             ),
-        },
-        indent=2,
-        sort_keys=True,
-    ).encode()
-    accel, count = hardware if hardware else ("not recorded by the source", 0)
-    files["campaign.json"] = json.dumps(
-        {
-            "layout_version": "1",
-            "id": cid,
-            "title": f"{_TOOL.get(fmt, fmt)} results imported by bundle import",
-            "kind": "campaign",
-            "hardware": {"accelerator": accel, "count": count},
-            "arms": [
-                {
-                    "id": a,
-                    "role": "baseline" if i == 0 else "candidate",
-                    "runtime_commit": commits[a],
-                }
-                for i, a in enumerate(arms)
-            ],
-            "plan": "plans/serving.json",
-            "summary": "Imported serving benchmark; see serving.json for what the source does "
-            "not record.",
-        },
-        indent=2,
-        sort_keys=True,
-    ).encode()
-    files["attempts.jsonl"] = _jsonl(
-        [
-            {
-                "attempt_id": "imported",
-                "status": "accepted",
-                "note": (
-                    "one benchmark run per source file; the tool records no attempt boundaries"
-                    if all(not extra for _, _, extra in parsed)
-                    else "one benchmark run per source file, or per benchmark (GuideLLM) or "
-                    "line (SGLang) of a file holding several; the tool records no attempt "
-                    "boundaries"
-                ),
+            "",
+        )
+        slug = re.sub(r"[^a-z0-9._-]", "-", out.name.lower()).strip("-.")
+        cid = campaign_id or slug or "imported"
+        files: dict[str, bytes] = {}
+        index_sources = []
+        load_points: dict[str, dict[str, Any]] = {}
+        claims: list[dict[str, Any]] = []
+        not_claimed: list[dict[str, Any]] = []
+        for run, carried, extra in parsed:
+            rels = [carried_rel(run, name) for name, _ in carried]
+            for rel, (_, data) in zip(rels, carried, strict=True):
+                files[rel] = data
+            entry = {
+                "arm": run.arm,
+                "format": fmt,
+                "path": rels[0],
+                "load_point": run.load_point,
+                "original_name": Path(run.source).name,
+                "sha256": hashlib.sha256(carried[0][1]).hexdigest(),
             }
-        ]
-    )
-    files["receipts.jsonl"] = b""
-    files["claims.jsonl"] = _jsonl(claims)
-    files["not_claimed.jsonl"] = _jsonl(not_claimed)
-    _write_atomically(out, files)
+            if len(rels) > 1:
+                entry["aggregate_path"] = rels[1]
+                entry["aggregate_sha256"] = hashlib.sha256(carried[1][1]).hexdigest()
+            if len(rels) > 2:
+                entry["config_path"] = rels[2]
+                entry["config_sha256"] = hashlib.sha256(carried[2][1]).hexdigest()
+            entry |= extra
+            index_sources.append(entry)
+            load_points.setdefault(run.load_point, _load_point_doc(run))
+            cited = replace_source(run, rels[0])
+            if len(rels) > 1:
+                cited = dataclasses.replace(cited, meta={**run.meta, "aggregate_source": rels[1]})
+            c, nc = _claims_of(cited, decimals, goodput, _TOOL[fmt])
+            claims += c
+            not_claimed += nc
+        not_recorded = [*_NOT_RECORDED, *_NOT_RECORDED_BY[fmt]]
+        if any(not r.detailed for r in runs):
+            not_recorded.append(
+                "per-request arrays of: "
+                + ", ".join(f"{r.arm} {r.load_point}" for r in runs if not r.detailed)
+                + " (run without --save-detailed: only E2EL claims can be re-derived, from "
+                "'latencies' where the file records no failed request)"
+            )
+        if any(r.detailed and r.latencies is None and "e2el" not in r.unrecorded for r in runs):
+            not_recorded.append(
+                "per-request end-to-end latencies (older writer): E2EL and TPOT claims are "
+                "unverifiable"
+            )
+        files["serving.json"] = json.dumps(
+            {
+                "serving_version": "1",
+                "tool": _TOOL.get(fmt, fmt),
+                "sources": index_sources,
+                "load_points": load_points,
+                "not_recorded": not_recorded,
+            },
+            indent=2,
+            sort_keys=True,
+        ).encode()
+        files["plans/serving.json"] = json.dumps(
+            {
+                "plan_version": "1",
+                "id": f"{cid}-serving",
+                "request": {
+                    "api": _API.get(backend, "openai-completions"),
+                    "timing_boundary": vllm_omni.BOUNDARY
+                    if fmt == vllm_omni.FORMAT
+                    else f"client side, as {_TOOL.get(fmt, fmt)} records it",
+                },
+                "load_points": [load_points[k] for k in sorted(load_points)],
+                "note": "reconstructed at import from the settings the tool recorded, not a "
+                "plan frozen before the run"
+                + (
+                    f" (the tool's backend was {vllm_omni.BACKEND}: video jobs polled to "
+                    "completion; request.api only marks a serving plan)"
+                    if fmt == vllm_omni.FORMAT
+                    else ""
+                ),
+            },
+            indent=2,
+            sort_keys=True,
+        ).encode()
+        accel, count = hardware if hardware else ("not recorded by the source", 0)
+        files["campaign.json"] = json.dumps(
+            {
+                "layout_version": "1",
+                "id": cid,
+                "title": f"{_TOOL.get(fmt, fmt)} results imported by bundle import",
+                "kind": "campaign",
+                "hardware": {"accelerator": accel, "count": count},
+                "arms": [
+                    {
+                        "id": a,
+                        "role": "baseline" if i == 0 else "candidate",
+                        "runtime_commit": commits[a],
+                    }
+                    for i, a in enumerate(arms)
+                ],
+                "plan": "plans/serving.json",
+                "summary": "Imported serving benchmark; see serving.json for what the source does "
+                "not record.",
+            },
+            indent=2,
+            sort_keys=True,
+        ).encode()
+        files["attempts.jsonl"] = _jsonl(
+            [
+                {
+                    "attempt_id": "imported",
+                    "status": "accepted",
+                    "note": (
+                        "one benchmark run per source file; the tool records no attempt boundaries"
+                        if all(not extra for _, _, extra in parsed)
+                        else "one benchmark run per source file, or per benchmark (GuideLLM) or "
+                        "line (SGLang) of a file holding several; the tool records no attempt "
+                        "boundaries"
+                    ),
+                }
+            ]
+        )
+        files["receipts.jsonl"] = b""
+        files["claims.jsonl"] = _jsonl(claims)
+        files["not_claimed.jsonl"] = _jsonl(not_claimed)
+        tree.finish(files)
     return ImportResult(out, tuple(runs), len(claims), len(not_claimed), tuple(claims))
 
 
 def replace_source(run: ServingRun, rel: str) -> ServingRun:
     """``run`` naming its carried path (claims cite the file as it is in the campaign)."""
     return dataclasses.replace(run, source=rel)
-
-
-def _write_atomically(out: Path, files: Mapping[str, bytes]) -> None:
-    tmp = out.parent / f".{out.name}.reprobundle-partial-import-{secrets.token_hex(6)}"
-    try:
-        for rel, data in sorted(files.items()):
-            p = tmp / rel
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_bytes(data)
-        tmp.rename(out)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            shutil.rmtree(tmp)
-        raise

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bundler._internal.parallel_parse import Job, prefetch
 from bundler.errors import BundleError, BundleFormatError, Problem
 from bundler.format.serving_run import ServingRun, shown
 from bundler.importers import aiperf, guidellm, inference_perf, sglang, vllm, vllm_omni
@@ -97,6 +98,19 @@ def pick_run(
     return run if run.arm == arm else dataclasses.replace(run, arm=arm)
 
 
+def _job(src: Any, member: Callable[[str], bytes | None]) -> Job | None:
+    """The parse of a one-file source (``PARSERS``) as a job for :func:`prefetch`, or None
+    for any other source (``_parse`` handles it in process)."""
+    if not isinstance(src, dict) or "benchmark" in src or "benchmarks" in src:
+        return None
+    arm, fmt, path = src.get("arm"), src.get("format"), src.get("path")
+    parser = PARSERS.get(str(fmt))
+    if parser is None or not isinstance(arm, str) or not isinstance(path, str):
+        return None
+    data = member(f"files/{path}")
+    return None if data is None else (parser, (data, path, arm), len(data))
+
+
 def _parse(
     src: dict[str, Any], member: Callable[[str], bytes | None], where: str, cache: Cache
 ) -> ServingRun | str:
@@ -169,16 +183,38 @@ def load_serving(member: Callable[[str], bytes | None]) -> ServingData | None:
         return ServingData({}, (f"files/{INDEX} is not JSON: {exc}",))
     if not isinstance(index, dict) or not isinstance(index.get("sources"), list):
         return ServingData({}, (f"files/{INDEX}: expected an object with a 'sources' array",))
+    sources = index["sources"]
+    # One-file sources are parsed in worker processes when large (Python's json holds
+    # the GIL); each result is taken in source order below, as the serial parse was.
+    jobs: list[Job] = []
+    job_of: dict[int, int] = {}
+    for i, src in enumerate(sources):
+        job = _job(src, member)
+        if job is not None:
+            job_of[i] = len(jobs)
+            jobs.append(job)
+    with prefetch(jobs) as pre:
+        return _collect(index, sources, member, {i: pre.thunks[j] for i, j in job_of.items()})
+
+
+def _collect(
+    index: dict[str, Any],
+    sources: list[Any],
+    member: Callable[[str], bytes | None],
+    ready: dict[int, Callable[[], ServingRun]],
+) -> ServingData:
     runs: dict[tuple[str, str], RunStats] = {}
     problems: list[str] = []
     cache: Cache = {}
-    for i, src in enumerate(index["sources"]):
+    for i, src in enumerate(sources):
         where = f"files/{INDEX} sources[{i}]"
         if not isinstance(src, dict):
             problems.append(f"{where}: expected an object")
             continue
         try:
-            parsed = _parse(src, member, where, cache)
+            # The parse :func:`_job` made of this source, if any; else parsed here.
+            thunk = ready.get(i)
+            parsed = thunk() if thunk is not None else _parse(src, member, where, cache)
         except BundleError as exc:
             problems.append(str(exc).replace("\n", " "))
             continue

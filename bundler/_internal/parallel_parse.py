@@ -1,0 +1,229 @@
+"""Parse several large source files at once, in worker processes, with serial semantics.
+
+``bundle import`` and ``bundle replay`` of a serving sweep parse one JSON document per
+run (vLLM: 9 MB each for 50k requests), and Python's ``json`` holds the GIL: threads
+cannot share the work, processes can. :func:`prefetch` starts the parses in worker
+processes and hands back, per job, a thunk that the caller's serial loop calls where
+it called the parser before. A job that failed in its worker (any exception, or a
+worker that died) is run again in the caller's process by its thunk, so that the
+error the caller sees, its type, message and located problems, is the serial path's
+own; an exception is never carried across processes.
+
+Processes are used only where they pay: at least two jobs, at least
+:data:`MIN_BYTES` of input in all, and more than one CPU available; otherwise every
+thunk parses in process, exactly as before. A worker is a fresh interpreter in
+isolated mode (``python -I``: no current folder, no ``PYTHON*`` variables, so a
+folder of untrusted files the caller runs in cannot put a module of its own
+first) given the caller's ``sys.path``; never a fork (the caller may hold
+threads, Arrow's and zstd's among them) and never ``multiprocessing``'s spawn,
+which imports the caller's ``__main__`` again (a script without a ``__name__``
+guard would run twice). It gets (function, arguments) pickled by reference on its
+standard input and answers on a private copy of its standard output (anything the
+parse prints goes to standard error, which is discarded). At most :data:`MAX_WORKERS` workers, one
+job each at a time: memory grows by at most that many documents being parsed.
+Results are returned in job order whatever finished first. Pickles are only
+exchanged with the workers this module started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import IO, Any, Generic, TypeVar
+
+__all__ = ["MAX_WORKERS", "MIN_BYTES", "Job", "Prefetched", "prefetch", "workers_for"]
+
+T = TypeVar("T")
+
+MIN_BYTES = 32 << 20
+"""Total input below which the parses stay in process (a worker costs ~0.2 s to start)."""
+
+MAX_WORKERS = 4
+"""At most this many worker processes, whatever the CPU count."""
+
+Job = tuple[Callable[..., Any], tuple[Any, ...], int]
+"""(module-level function, its arguments, the input's size in bytes)."""
+
+_HEADER = 8  # a message's length, little-endian, before its pickle
+
+_BOOT = (
+    "import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+    "from bundler._internal.parallel_parse import _serve; _serve()"
+)
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def workers_for(jobs: Sequence[Job]) -> int:
+    """How many worker processes :func:`prefetch` starts for ``jobs``: 0 (all in process)
+    below two jobs, :data:`MIN_BYTES` in all, or two CPUs."""
+    if len(jobs) < 2 or sum(size for _, _, size in jobs) < MIN_BYTES:
+        return 0
+    n = min(_cpus(), MAX_WORKERS, len(jobs))
+    return n if n >= 2 else 0
+
+
+def _send(pipe: IO[bytes], obj: Any) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    pipe.write(len(data).to_bytes(_HEADER, "little"))
+    pipe.write(data)
+    pipe.flush()
+
+
+def _receive(pipe: IO[bytes]) -> Any:
+    """The next message, or raises EOFError when the other side has gone."""
+    head = pipe.read(_HEADER)
+    if len(head) != _HEADER:
+        raise EOFError
+    size = int.from_bytes(head, "little")
+    data = pipe.read(size)
+    if len(data) != size:
+        raise EOFError
+    return pickle.loads(data)  # noqa: S301 - from a worker this module started
+
+
+class _Thunk(Generic[T]):
+    """One job's result when called: the worker's, or the job run here."""
+
+    def __init__(self, fn: Callable[..., T], args: tuple[Any, ...]) -> None:
+        self.fn, self.args = fn, args
+        self.future: Future[tuple[bool, Any]] | None = None
+
+    def __call__(self) -> T:
+        fut, self.future = self.future, None
+        if fut is not None:
+            ok, value = fut.result()
+            if ok:
+                return value  # type: ignore[no-any-return]
+        return self.fn(*self.args)
+
+
+class _Worker:
+    """One worker process and the thread in this process that feeds it jobs."""
+
+    def __init__(self, todo: queue.SimpleQueue[_Thunk[Any] | None]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-c", _BOOT, json.dumps(sys.path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        self.thread = threading.Thread(target=self._feed, args=(todo,), daemon=True)
+        self.thread.start()
+
+    def _feed(self, todo: queue.SimpleQueue[_Thunk[Any] | None]) -> None:
+        stdin, stdout = self.proc.stdin, self.proc.stdout
+        assert stdin is not None
+        assert stdout is not None
+        alive = True
+        while (job := todo.get()) is not None:
+            fut = job.future
+            if fut is None or not fut.set_running_or_notify_cancel():
+                continue
+            result: tuple[bool, Any] = (False, None)
+            if alive:
+                try:
+                    _send(stdin, (job.fn, job.args))
+                    result = _receive(stdout)
+                except Exception:  # died, or answered what does not unpickle: run here
+                    alive, result = False, (False, None)
+            fut.set_result(result)
+
+    def stop(self) -> None:
+        """Close the worker's input (it exits), wait for it, kill it if it lingers."""
+        self.thread.join()
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+class Prefetched(Generic[T]):
+    """The thunks of :func:`prefetch`, in job order; a context manager that stops the
+    workers (jobs no thunk asked for are dropped) when left."""
+
+    def __init__(self, thunks: list[_Thunk[T]], workers: list[_Worker]) -> None:
+        self.thunks = thunks
+        self.workers = len(workers)
+        """Worker processes started (0: every job runs in the caller's process)."""
+        self._workers = workers
+
+    def __enter__(self) -> Prefetched[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for t in self.thunks:
+            if t.future is not None:
+                t.future.cancel()  # a worker thread skips it
+        for w in self._workers:
+            w.stop()
+        self._workers = []
+
+
+def prefetch(jobs: Sequence[Job]) -> Prefetched[Any]:
+    """Start ``jobs`` in worker processes where that pays (:func:`workers_for`); the
+    thunks return each job's result (or raise its error) in the caller's process.
+
+    Use as a context manager so the workers stop whatever the caller raises.
+    """
+    thunks: list[_Thunk[Any]] = [_Thunk(fn, args) for fn, args, _ in jobs]
+    n = workers_for(jobs)
+    if n == 0:
+        return Prefetched(thunks, [])
+    todo: queue.SimpleQueue[_Thunk[Any] | None] = queue.SimpleQueue()
+    for t in thunks:
+        t.future = Future()
+        todo.put(t)
+    for _ in range(n):
+        todo.put(None)  # one stop mark per worker, after every job
+    workers: list[_Worker] = []
+    try:
+        for _ in range(n):
+            workers.append(_Worker(todo))
+    except OSError:
+        pass  # fewer workers (or none): what they do not take is run here by the thunks
+    if not workers:
+        for t in thunks:
+            t.future = None
+    return Prefetched(thunks, workers)
+
+
+def _serve() -> None:
+    """The worker: run each (function, arguments) received, answer (ok, result)."""
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # a stray print must not corrupt the answers
+    sys.stdout = sys.stderr
+    inp = sys.stdin.buffer
+    while True:
+        try:
+            fn, args = _receive(inp)
+        except EOFError:
+            return
+        try:
+            answer: tuple[bool, Any] = (True, fn(*args))
+        except Exception:  # re-raised by the serial run in the caller
+            answer = (False, None)
+        try:
+            _send(out, answer)
+        except (pickle.PickleError, TypeError, AttributeError):
+            _send(out, (False, None))

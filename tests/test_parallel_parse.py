@@ -1,0 +1,215 @@
+"""Sources parsed in worker processes (``bundler/_internal/parallel_parse.py``) give what
+the serial parse gives: the same runs, the same errors, the same campaign and replay;
+a dead worker, a failing source or a script without a ``__main__`` guard change
+nothing but the time taken. The sources are the files vLLM 0.33.0 wrote
+(``tests/fixtures/real_writers``), parsed for real in real processes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from bundler._internal import parallel_parse
+from bundler._internal.parallel_parse import prefetch
+from bundler.format.serving_run import ServingRun, SourceError
+from bundler.format.trust import Trust
+from bundler.importers import vllm
+from bundler.importers.staged_tree import StagedTree
+from bundler.importers.write import import_campaign
+from bundler.seal import seal_campaign
+from replay.api import replay_bundle
+from replay.report.json_view import result_to_dict
+
+VLLM = Path(__file__).resolve().parent / "fixtures" / "real_writers" / "vllm-0.33.0"
+FILES = ["base-c2.json", "base-c4.json", "cand-c2.json", "cand-c4.json"]
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.skipif(
+    parallel_parse._cpus() < 2, reason="worker processes are only started with two CPUs"
+)
+
+
+@pytest.fixture
+def always(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers for any input size (the real bound, 32 MiB, is for large sweeps)."""
+    monkeypatch.setattr(parallel_parse, "MIN_BYTES", 0)
+
+
+def _jobs(names: list[str]) -> list[parallel_parse.Job]:
+    out: list[parallel_parse.Job] = []
+    for name in names:
+        data = (VLLM / name).read_bytes()
+        out.append((vllm.parse, (data, name, name.split("-")[0]), len(data)))
+    return out
+
+
+def _same(a: ServingRun, b: ServingRun) -> None:
+    for f in dataclasses.fields(ServingRun):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, np.ndarray):
+            assert x.dtype == y.dtype, f.name
+            np.testing.assert_array_equal(x, y, err_msg=f.name)
+        else:
+            assert x == y, f.name
+
+
+@pytest.mark.usefixtures("always")
+def test_worker_results_are_the_serial_results_in_job_order() -> None:
+    jobs = _jobs(FILES)
+    with prefetch(jobs) as pre:
+        assert pre.workers == min(parallel_parse._cpus(), parallel_parse.MAX_WORKERS, len(jobs))
+        got = [t() for t in pre.thunks]
+    for (fn, args, _), run in zip(jobs, got, strict=True):
+        _same(run, fn(*args))
+    assert [r.source for r in got] == FILES
+
+
+def test_small_inputs_stay_in_process() -> None:
+    with prefetch(_jobs(FILES)) as pre:
+        assert pre.workers == 0
+        assert len([t() for t in pre.thunks]) == len(FILES)
+
+
+@pytest.mark.usefixtures("always")
+def test_a_failing_job_raises_the_serial_error_in_the_caller() -> None:
+    bad = b'{"date": "x", "ttfts": [1, "slow"]'  # truncated JSON
+    jobs = [*_jobs(FILES[:2]), (vllm.parse, (bad, "bad.json", "base"), len(bad))]
+    with pytest.raises(SourceError) as serial:
+        vllm.parse(bad, "bad.json", "base")
+    with prefetch(jobs) as pre:
+        assert pre.workers >= 2
+        _same(pre.thunks[0](), vllm.parse(*jobs[0][1]))
+        with pytest.raises(SourceError) as parallel:
+            pre.thunks[2]()
+    assert type(parallel.value) is type(serial.value)
+    assert str(parallel.value) == str(serial.value)
+    assert parallel.value.problems == serial.value.problems
+
+
+@pytest.mark.usefixtures("always")
+def test_dead_workers_leave_their_jobs_to_the_caller() -> None:
+    jobs = _jobs(FILES * 3)
+    with prefetch(jobs) as pre:
+        for w in pre._workers:
+            w.proc.kill()
+        got = [t() for t in pre.thunks]
+    for (fn, args, _), run in zip(jobs, got, strict=True):
+        _same(run, fn(*args))
+
+
+def test_a_script_without_a_main_guard_runs_once(tmp_path: Path) -> None:
+    """multiprocessing's spawn would import the script again in each worker. Run from a
+    folder holding a ``bundler`` package of its own (a campaign under audit could): the
+    workers, like the script, import the real one."""
+    counter = tmp_path / "runs.txt"
+    hostile = tmp_path / "hostile"
+    (hostile / "bundler").mkdir(parents=True)
+    (hostile / "bundler" / "__init__.py").write_text(
+        f"open({str(tmp_path / 'pwned')!r}, 'w').close()\n"
+    )
+    (tmp_path / "scripts").mkdir()
+    script = tmp_path / "scripts" / "unguarded.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            from pathlib import Path
+            from bundler._internal import parallel_parse
+            from bundler.importers import vllm
+            with open({str(counter)!r}, "a") as f:
+                f.write("ran\\n")
+            parallel_parse.MIN_BYTES = 0
+            files = sorted(Path({str(VLLM)!r}).glob("*-c*.json"))
+            jobs = [(vllm.parse, (p.read_bytes(), p.name, "a"), 1) for p in files]
+            with parallel_parse.prefetch(jobs) as pre:
+                print(pre.workers, [t().source for t in pre.thunks])
+            """
+        )
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=hostile,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert counter.read_text() == "ran\n"
+    workers, names = done.stdout.split(" ", 1)
+    assert int(workers) >= 2
+    assert names.strip() == repr(sorted(FILES))
+    assert not (tmp_path / "pwned").exists()
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    return {str(p.relative_to(root)): p.read_bytes() for p in files}
+
+
+def _import(out: Path) -> Any:
+    sources = [(name.split("-")[0], VLLM / name) for name in FILES]
+    commits = {"base": "a" * 7, "cand": "b" * 7}
+    return import_campaign("vllm", sources, out, commits, campaign_id="sweep")
+
+
+def test_import_and_replay_with_workers_are_the_serial_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    serial = tmp_path / "serial"
+    _import(serial)
+    monkeypatch.setattr(parallel_parse, "MIN_BYTES", 0)
+    parallel = tmp_path / "parallel"
+    _import(parallel)
+    assert _tree(parallel) == _tree(serial)
+    assert not [p for p in tmp_path.iterdir() if "partial" in p.name]
+
+    bundle = tmp_path / "c.bundle"
+    seal_campaign(serial, bundle)
+    with_workers = replay_bundle(bundle, trust=Trust.allow_unsigned())
+    monkeypatch.setattr(parallel_parse, "MIN_BYTES", 1 << 60)
+    without = replay_bundle(bundle, trust=Trust.allow_unsigned())
+    assert with_workers.claims.count("confirmed") == len(with_workers.claims.checks) > 0
+    assert json.dumps(result_to_dict(with_workers), sort_keys=True) == json.dumps(
+        result_to_dict(without), sort_keys=True
+    )
+
+
+@pytest.mark.usefixtures("always")
+def test_a_bad_source_among_parsed_ones_writes_nothing(tmp_path: Path) -> None:
+    """The carried sources are written while later ones parse; a later failure removes
+    them: neither the campaign nor its staging folder is left."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in FILES:
+        (src / name).write_bytes((VLLM / name).read_bytes())
+    (src / "cand-c4.json").write_bytes(b'{"date": ')
+    out = tmp_path / "camp"
+    sources = [(name.split("-")[0], src / name) for name in FILES]
+    with pytest.raises(SourceError) as err:
+        import_campaign("vllm", sources, out, {"base": "a" * 7, "cand": "b" * 7})
+    assert [p.where for p in err.value.problems] == [str(src / "cand-c4.json")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
+
+
+def test_a_write_error_in_the_background_is_raised_and_nothing_is_left(tmp_path: Path) -> None:
+    def stage() -> None:
+        with StagedTree(tmp_path / "camp") as tree:
+            tree.put("sources/a", b"a file")
+            tree.put("sources/a/b.json", b"under a file: fails in the writer thread")
+            tree.finish({"campaign.json": b"{}"})
+
+    with pytest.raises(FileExistsError):  # mkdir of sources/a, a file already
+        stage()
+    assert list(tmp_path.iterdir()) == []
