@@ -22,6 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bundler._internal import jsonload
 from bundler._internal.jsonload import (
     MAX_JSON_DEPTH,
     _bracket_bytes,
@@ -119,6 +120,17 @@ def test_brackets_counted_in_the_bytes_are_those_of_the_text(text: str) -> None:
     expected = sum(1 for ch in text if ch in "[{")
     assert _brackets(text) == expected
     assert _bracket_bytes(text.encode("utf-8", "surrogatepass")) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(st.sampled_from("[]{}{[a\u00e9;") | st.characters(), max_size=80), st.integers(1, 9))
+def test_brackets_counted_step_by_step_are_those_of_the_text(text: str, step: int) -> None:
+    """The count walks the bytes ``step`` at a time (256 KiB in use): no step loses or
+    counts twice a bracket at its edges."""
+    expected = sum(1 for ch in text if ch in "[{")
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(jsonload, "_BRACKET_STEP", step)
+        assert _bracket_bytes(text.encode("utf-8", "surrogatepass")) == expected
 
 
 def test_nesting_under_many_flat_arrays_is_still_refused() -> None:

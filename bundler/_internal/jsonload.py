@@ -263,11 +263,26 @@ def _brackets(text: str) -> int:
     return text.count("[") + text.count("{")
 
 
+_BRACKET_STEP = 1 << 18
+
+
 def _bracket_bytes(data: bytes) -> int:
     """``_brackets`` of the text ``data`` encodes (UTF-8: ASCII bytes stand only for
-    themselves), in one numpy pass instead of two string scans."""
+    themselves), in one numpy pass instead of two string scans.
+
+    256 KiB at a time into one buffer: a whole-text temporary (9 MB for a serving
+    result) is fresh memory each time, whose first touch cost more than the count.
+    """
     # "[" is 0x5B and "{" 0x7B: the only bytes that | 0x20 makes 0x7B.
-    return int(np.count_nonzero((np.frombuffer(data, dtype=np.uint8) | 0x20) == 0x7B))
+    arr = np.frombuffer(data, dtype=np.uint8)
+    buf = np.empty(min(len(arr), _BRACKET_STEP), np.uint8)
+    n = 0
+    for i in range(0, len(arr), _BRACKET_STEP):
+        part = arr[i : i + _BRACKET_STEP]
+        low = buf[: len(part)]
+        np.bitwise_or(part, 0x20, out=low)
+        n += int(np.count_nonzero(low == 0x7B))
+    return n
 
 
 def _load(
