@@ -36,6 +36,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from pathlib import PurePath
 from typing import IO, Any, Generic, TypeVar
 
 __all__ = ["MAX_WORKERS", "MIN_BYTES", "Job", "Prefetched", "prefetch", "workers_for"]
@@ -66,10 +67,18 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
+def _interpreter() -> bool:
+    """Whether ``sys.executable`` is a Python interpreter a worker can be started with (an
+    application embedding Python or frozen into one file may name itself there)."""
+    name = PurePath(sys.executable or "").name.lower()
+    return name.startswith("python") and not getattr(sys, "frozen", False)
+
+
 def workers_for(jobs: Sequence[Job]) -> int:
     """How many worker processes :func:`prefetch` starts for ``jobs``: 0 (all in process)
-    below two jobs, :data:`MIN_BYTES` in all, or two CPUs."""
-    if len(jobs) < 2 or sum(size for _, _, size in jobs) < MIN_BYTES:
+    below two jobs, :data:`MIN_BYTES` in all, or two CPUs, or without an interpreter to
+    start."""
+    if len(jobs) < 2 or sum(size for _, _, size in jobs) < MIN_BYTES or not _interpreter():
         return 0
     n = min(_cpus(), MAX_WORKERS, len(jobs))
     return n if n >= 2 else 0
