@@ -19,14 +19,21 @@ threads, Arrow's and zstd's among them) and never ``multiprocessing``'s spawn,
 which imports the caller's ``__main__`` again (a script without a ``__name__``
 guard would run twice). It gets (function, arguments) pickled by reference on its
 standard input and answers on a private copy of its standard output (anything the
-parse prints goes to standard error, which is discarded). At most :data:`MAX_WORKERS` workers, one
-job each at a time: memory grows by at most that many documents being parsed.
-Results are returned in job order whatever finished first. Pickles are only
-exchanged with the workers this module started.
+parse prints goes to standard error, which is discarded).
+
+The caller is one of the parsers: a job no worker has taken yet when the caller
+needs it is run in the caller, and while the caller waits for a worker's result it
+runs later jobs no worker has taken (their outcome, a value or an error, is kept for
+their own call, in order). One worker per CPU, at most :data:`MAX_WORKERS`, one
+job each at a time: memory grows by at most that many documents being parsed, and
+the caller's one. Results are returned in job order
+whatever finished first. Pickles are only exchanged with the workers this module
+started.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import pickle
@@ -75,13 +82,16 @@ def _interpreter() -> bool:
 
 
 def workers_for(jobs: Sequence[Job]) -> int:
-    """How many worker processes :func:`prefetch` starts for ``jobs``: 0 (all in process)
-    below two jobs, :data:`MIN_BYTES` in all, or two CPUs, or without an interpreter to
-    start."""
+    """How many worker processes :func:`prefetch` starts for ``jobs``: one per CPU, at
+    most :data:`MAX_WORKERS` and one per job but the caller's; 0 (all in process) below two jobs,
+    :data:`MIN_BYTES` in all, or two CPUs, or without an interpreter to start."""
     if len(jobs) < 2 or sum(size for _, _, size in jobs) < MIN_BYTES or not _interpreter():
         return 0
-    n = min(_cpus(), MAX_WORKERS, len(jobs))
-    return n if n >= 2 else 0
+    # One per CPU although the caller parses too (the jobs no worker has taken when it
+    # needs them): the caller also unpickles and hands on results, and one worker fewer
+    # made the 1M-request import 0.4 s slower on 2 CPUs (median of 7, `bench/README.md`).
+    n = min(_cpus(), MAX_WORKERS, len(jobs) - 1)
+    return max(n, 0)
 
 
 def _send(pipe: IO[bytes], obj: Any) -> None:
@@ -104,19 +114,56 @@ def _receive(pipe: IO[bytes]) -> Any:
 
 
 class _Thunk(Generic[T]):
-    """One job's result when called: the worker's, or the job run here."""
+    """One job's result when called: the worker's, or the job run here.
 
-    def __init__(self, fn: Callable[..., T], args: tuple[Any, ...]) -> None:
+    A job is taken once, by a worker's feeding thread or by the caller (:meth:`take`):
+    the caller runs a job no worker has taken yet itself, and while it waits for a
+    worker it runs later jobs no worker has taken, keeping their outcome for their
+    own call (so the caller is one of the parsers and never idles)."""
+
+    def __init__(self, fn: Callable[..., T], args: tuple[Any, ...], lock: threading.Lock) -> None:
         self.fn, self.args = fn, args
         self.future: Future[tuple[bool, Any]] | None = None
+        self.group: list[_Thunk[Any]] = []  # every job, in order
+        self.index = 0  # this one's place in ``group``
+        self._lock = lock
+        self._taken = False
+        self._here: tuple[bool, Any] | None = None  # (ok, value or exception) run here
+
+    def take(self) -> bool:
+        """Claim the job; False when a worker or the caller already has."""
+        with self._lock:
+            if self._taken:
+                return False
+            self._taken = True
+            return True
+
+    def _run_here(self) -> None:
+        try:
+            self._here = (True, self.fn(*self.args))
+        except Exception as exc:  # raised again by this job's own call, in order
+            self._here = (False, exc)
 
     def __call__(self) -> T:
         fut, self.future = self.future, None
-        if fut is not None:
+        # Not run here while waiting for an earlier job, not free: a worker has it.
+        if self._here is None and fut is not None and not self.take():
+            while not fut.done():
+                later = itertools.islice(self.group, self.index + 1, None)
+                other = next((t for t in later if t.future is not None and t.take()), None)
+                if other is None:
+                    break
+                other._run_here()
             ok, value = fut.result()
             if ok:
                 return value  # type: ignore[no-any-return]
-        return self.fn(*self.args)
+            return self.fn(*self.args)  # failed in the worker: the serial error, here
+        here, self._here = self._here, None
+        if here is None:
+            return self.fn(*self.args)
+        if here[0]:
+            return here[1]  # type: ignore[no-any-return]
+        raise here[1]
 
 
 class _Worker:
@@ -139,7 +186,7 @@ class _Worker:
         alive = True
         while (job := todo.get()) is not None:
             fut = job.future
-            if fut is None or not fut.set_running_or_notify_cancel():
+            if fut is None or not job.take():
                 continue
             result: tuple[bool, Any] = (False, None)
             if alive:
@@ -182,8 +229,9 @@ class Prefetched(Generic[T]):
 
     def __exit__(self, *exc: object) -> None:
         for t in self.thunks:
-            if t.future is not None:
-                t.future.cancel()  # a worker thread skips it
+            # What no one asked for: a worker thread skips it, a late call runs it here.
+            if t.take() and t.future is not None:
+                t.future.set_result((False, None))
         for w in self._workers:
             w.stop()
         self._workers = []
@@ -195,7 +243,10 @@ def prefetch(jobs: Sequence[Job]) -> Prefetched[Any]:
 
     Use as a context manager so the workers stop whatever the caller raises.
     """
-    thunks: list[_Thunk[Any]] = [_Thunk(fn, args) for fn, args, _ in jobs]
+    lock = threading.Lock()
+    thunks: list[_Thunk[Any]] = [_Thunk(fn, args, lock) for fn, args, _ in jobs]
+    for i, t in enumerate(thunks):
+        t.group, t.index = thunks, i
     n = workers_for(jobs)
     if n == 0:
         return Prefetched(thunks, [])

@@ -99,8 +99,9 @@ def pick_run(
 
 
 def _job(src: Any, member: Callable[[str], bytes | None]) -> Job | None:
-    """The parse of a one-file source (``PARSERS``) as a job for :func:`prefetch`, or None
-    for any other source (``_parse`` handles it in process)."""
+    """The parse of a one-file source (``PARSERS``) as a job for :func:`prefetch`
+    (:func:`run_stats`), or None for any other source (``_parse`` handles it in
+    process)."""
     if not isinstance(src, dict) or "benchmark" in src or "benchmarks" in src:
         return None
     arm, fmt, path = src.get("arm"), src.get("format"), src.get("path")
@@ -108,7 +109,14 @@ def _job(src: Any, member: Callable[[str], bytes | None]) -> Job | None:
     if parser is None or not isinstance(arm, str) or not isinstance(path, str):
         return None
     data = member(f"files/{path}")
-    return None if data is None else (parser, (data, path, arm), len(data))
+    return None if data is None else (run_stats, (parser, data, path, arm), len(data))
+
+
+def run_stats(
+    parser: Callable[[bytes, str, str], ServingRun], data: bytes, path: str, arm: str
+) -> RunStats:
+    """A one-file source parsed, with its latencies' exact sums (a parse worker's job)."""
+    return RunStats(parser(data, path, arm)).with_sums()
 
 
 def _parse(
@@ -201,7 +209,7 @@ def _collect(
     index: dict[str, Any],
     sources: list[Any],
     member: Callable[[str], bytes | None],
-    ready: dict[int, Callable[[], ServingRun]],
+    ready: dict[int, Callable[[], RunStats]],
 ) -> ServingData:
     runs: dict[tuple[str, str], RunStats] = {}
     problems: list[str] = []
@@ -221,13 +229,14 @@ def _collect(
         if isinstance(parsed, str):
             problems.append(parsed)
             continue
-        run = parsed
+        stats = parsed if isinstance(parsed, RunStats) else RunStats(parsed)
+        run = stats.run
         path, arm = src.get("path"), run.arm
         key = (arm, run.load_point)
         if key in runs:
             problems.append(f"{path}: a second source for arm {arm} at {run.load_point}")
             continue
-        runs[key] = RunStats(run)
+        runs[key] = stats
     nr = index.get("not_recorded", [])
     lps = index.get("load_points", {})
     return ServingData(

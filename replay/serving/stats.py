@@ -138,6 +138,18 @@ class RunStats:
             self._sums[latency] = _exact_sums(v)
         return self._sums[latency]
 
+    def with_sums(self) -> RunStats:
+        """This, with the exact sums of every latency it has values of computed now (in a
+        parse worker: the claims' means and SDs then cost nothing in the caller)."""
+        for name in LATENCIES:
+            v = self.values(name)
+            if not isinstance(v, str):
+                self.sums(name)
+        # The selected values are cheap to select again and would double what is sent
+        # back from a worker: only the sums are kept.
+        self._values.clear()
+        return self
+
     def latency(self, latency: str, kind: str, p: Fraction | None) -> Exact | str:
         """Statistic ``kind`` (mean, median, sd, percentile) of ``latency`` in seconds."""
         v = self.values(latency)
