@@ -49,8 +49,8 @@ def always(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parallel_parse, "MIN_BYTES", 0)
 
 
-def _jobs(names: list[str]) -> list[parallel_parse.Job]:
-    out: list[parallel_parse.Job] = []
+def _jobs(names: list[str]) -> list[tuple[Any, tuple[Any, ...], int]]:
+    out: list[tuple[Any, tuple[Any, ...], int]] = []
     for name in names:
         data = (VLLM / name).read_bytes()
         out.append((vllm.parse, (data, name, name.split("-")[0]), len(data)))
@@ -246,7 +246,7 @@ def test_jobs_the_caller_runs_while_waiting_keep_their_order_and_errors() -> Non
     jobs itself: each call still returns its own job's value, and the failing one
     raises at its own call, not earlier."""
     slow = min(parallel_parse._cpus(), parallel_parse.MAX_WORKERS)
-    jobs: list[parallel_parse.Job] = [(time.sleep, (1.0,), 1)] * slow + [
+    jobs: list[tuple[Any, tuple[Any, ...], int]] = [(time.sleep, (1.0,), 1)] * slow + [
         (math.sqrt, (4.0,), 1),
         (operator.truediv, (1, 0), 1),
         (math.sqrt, (9.0,), 1),
@@ -269,3 +269,33 @@ def test_jobs_the_caller_runs_while_waiting_keep_their_order_and_errors() -> Non
         return got
 
     assert _bounded(body) == [None] * slow + [2.0, 3.0]
+
+
+@pytest.mark.usefixtures("always")
+def test_arguments_are_made_when_their_job_starts_and_once() -> None:
+    """A job's arguments made by a function (replay: a bundle member, maybe spilled to
+    disk) are made when the job starts, not when the jobs are handed over."""
+    slow = min(parallel_parse._cpus(), parallel_parse.MAX_WORKERS)
+    made: list[int] = []
+
+    def maker(i: int, args: tuple[Any, ...]) -> Any:
+        def make() -> tuple[Any, ...]:
+            made.append(i)
+            return args
+
+        return make
+
+    jobs: list[parallel_parse.Job] = [(time.sleep, maker(i, (1.0,)), 1) for i in range(slow)] + [
+        (math.sqrt, maker(slow + i, (float(i * i),)), 1) for i in range(3)
+    ]
+
+    def body() -> list[Any]:
+        with prefetch(jobs) as pre:
+            deadline = time.monotonic() + 30
+            while len(made) < slow and time.monotonic() < deadline:
+                time.sleep(0.01)  # each worker busy with a slow job for a second
+            assert sorted(made) == list(range(slow))  # only the started ones
+            return [t() for t in pre.thunks]
+
+    assert _bounded(body) == [None] * slow + [0.0, 1.0, 2.0]
+    assert sorted(made) == list(range(slow + 3))

@@ -56,8 +56,11 @@ MIN_BYTES = 32 << 20
 MAX_WORKERS = 4
 """At most this many worker processes, whatever the CPU count."""
 
-Job = tuple[Callable[..., Any], tuple[Any, ...], int]
-"""(module-level function, its arguments, the input's size in bytes)."""
+Job = tuple[Callable[..., Any], "tuple[Any, ...] | Callable[[], tuple[Any, ...]]", int]
+"""(module-level function, its arguments or a function making them, the input's size in
+bytes). Arguments made by a function are made when the job is started, by whoever runs
+it, and let go when it is done: the inputs of jobs not started yet are not held (a
+bundle's spilled members stay on disk until their turn)."""
 
 _HEADER = 8  # a message's length, little-endian, before its pickle
 
@@ -121,14 +124,27 @@ class _Thunk(Generic[T]):
     worker it runs later jobs no worker has taken, keeping their outcome for their
     own call (so the caller is one of the parsers and never idles)."""
 
-    def __init__(self, fn: Callable[..., T], args: tuple[Any, ...], lock: threading.Lock) -> None:
-        self.fn, self.args = fn, args
+    def __init__(
+        self,
+        fn: Callable[..., T],
+        args: tuple[Any, ...] | Callable[[], tuple[Any, ...]],
+        lock: threading.Lock,
+    ) -> None:
+        self.fn, self._args = fn, args
         self.future: Future[tuple[bool, Any]] | None = None
         self.group: list[_Thunk[Any]] = []  # every job, in order
         self.index = 0  # this one's place in ``group``
         self._lock = lock
         self._taken = False
         self._here: tuple[bool, Any] | None = None  # (ok, value or exception) run here
+
+    def args(self) -> tuple[Any, ...]:
+        """The job's arguments (made now when a function makes them)."""
+        return self._args() if callable(self._args) else self._args
+
+    def run(self) -> T:
+        """The job, run in this process."""
+        return self.fn(*self.args())
 
     def take(self) -> bool:
         """Claim the job; False when a worker or the caller already has."""
@@ -140,7 +156,7 @@ class _Thunk(Generic[T]):
 
     def _run_here(self) -> None:
         try:
-            self._here = (True, self.fn(*self.args))
+            self._here = (True, self.run())
         except Exception as exc:  # raised again by this job's own call, in order
             self._here = (False, exc)
 
@@ -157,10 +173,10 @@ class _Thunk(Generic[T]):
             ok, value = fut.result()
             if ok:
                 return value  # type: ignore[no-any-return]
-            return self.fn(*self.args)  # failed in the worker: the serial error, here
+            return self.run()  # failed in the worker: the serial error, here
         here, self._here = self._here, None
         if here is None:
-            return self.fn(*self.args)
+            return self.run()
         if here[0]:
             return here[1]  # type: ignore[no-any-return]
         raise here[1]
@@ -191,7 +207,7 @@ class _Worker:
             result: tuple[bool, Any] = (False, None)
             if alive:
                 try:
-                    _send(stdin, (job.fn, job.args))
+                    _send(stdin, (job.fn, job.args()))
                     result = _receive(stdout)
                 except Exception:  # died, or answered what does not unpickle: run here
                     alive, result = False, (False, None)

@@ -108,8 +108,20 @@ def _job(src: Any, member: Callable[[str], bytes | None]) -> Job | None:
     parser = PARSERS.get(str(fmt))
     if parser is None or not isinstance(arm, str) or not isinstance(path, str):
         return None
-    data = member(f"files/{path}")
-    return None if data is None else (run_stats, (parser, data, path, arm), len(data))
+    name = f"files/{path}"
+    data = member(name)
+    if data is None:
+        return None
+    size = len(data)
+    del data  # read again when the job starts: a spilled member stays on disk till then
+
+    def args() -> tuple[Any, ...]:
+        again = member(name)
+        if again is None:  # pragma: no cover - members do not vanish from an open bundle
+            raise BundleFormatError(f"{name}: no longer in the bundle")
+        return (parser, again, path, arm)
+
+    return run_stats, args, size
 
 
 def run_stats(
