@@ -35,7 +35,7 @@ from bundler.campaign.sanitize import (
     Sanitizer,
 )
 from bundler.campaign.sanitize_rules import is_secret_name
-from bundler.campaign.stream import StreamedTable, StreamLimits, write_parquet
+from bundler.campaign.stream import StreamedTable, StreamLimits, objects_untouched, write_parquet
 from bundler.errors import CampaignError, Problem, UsageError
 from bundler.format.container import write_container
 from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
@@ -348,6 +348,8 @@ def _needs_rows(ct: ColumnTable, san: Sanitizer) -> bool:
     name the rules would change sends the table per row too.
     """
     if any(san.would_change(u.name) for u in ct.unknown):
+        return True
+    if not objects_untouched(san, ct.unknown):
         return True
     for f in ct.table.schema:
         if pa.types.is_map(f.type):

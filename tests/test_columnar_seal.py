@@ -142,6 +142,20 @@ UNKNOWN: dict[str, st.SearchStrategy[Any]] = {
     "warm": st.one_of(st.none(), st.booleans()),
     "é key": st.one_of(st.none(), st.text(max_size=4)),
     "api_token": st.one_of(st.none(), st.text(max_size=6)),
+    # Objects (issue 22): scalars of every kind, a nested object, keys that vary (an
+    # absent key or a null goes per-row), strings the sanitizer may touch.
+    "usage": st.one_of(
+        st.none(),
+        st.fixed_dictionaries(
+            {
+                "n": st.integers(-(2**53) + 1, 2**53 - 1),
+                "r": st.floats(allow_nan=False, allow_infinity=False),
+                "s": _text,
+                "inner": st.fixed_dictionaries({"ok": st.booleans()}),
+            },
+            optional={"maybe": st.one_of(st.none(), st.integers(0, 9)), "ü": st.just("x")},
+        ),
+    ),
 }
 
 
@@ -350,7 +364,7 @@ _HOSTILE_JSONL = {
     + ', "npu_clock": 9007199254740993}\n'
     + _GOOD.replace("b1-0", "b1-y")[:-1]
     + ', "npu_clock": 1.5}',
-    "unknown object": _GOOD[:-1] + ', "npu": {"clock": 1}}',
+    "unknown object holding a list": _GOOD[:-1] + ', "npu": {"clock": [1]}}',
     "unknown array": _GOOD[:-1] + ', "npu": [1, null]}',
     "unknown type change": _GOOD[:-1]
     + ', "npu": 1}\n'
@@ -458,6 +472,80 @@ def test_negative_zero_seals_as_per_row(tmp_path: Path, fmt: str, literal: str) 
         lines[3] = re.sub(r'"e2e_s": [^,}]+', f'"e2e_s": {literal}', lines[3])
         assert f'"e2e_s": {literal}' in lines[3]
         camp = _campaign(tmp_path / "c", "receipts.jsonl", "\n".join(lines) + "\n")
+    col, row = _both(camp)
+    assert isinstance(row, bytes)
+    assert col == row
+
+
+_OBJECTS: dict[str, Any] = {
+    "integers": lambda i: {"prompt_tokens": 10 + i, "completion_tokens": 3},
+    "every scalar": lambda i: {
+        "b": i % 2 == 0,
+        "a": 1.5 if i % 2 else 2,
+        "s": 'say "hi" \\ \x01',
+        "é": "ok",
+        "tiny": 1e-7,
+        "deep": {"z": 0.1, "y": {"x": "w"}},
+    },
+    "empty": lambda i: {},
+}
+_PER_ROW_OBJECTS: dict[str, Any] = {
+    "a null child": lambda i: {"a": None if i == 2 else 1},
+    "an absent key": lambda i: {"a": 1} if i == 2 else {"a": 1, "b": 2},
+    "a list": lambda i: {"a": [1, 2]},
+    "an integer beyond 2**53": lambda i: {"a": 2**60},
+    "an integral double beyond 2**53": lambda i: {"a": 1e21},
+    "an integer and a string": lambda i: {"a": 1} if i == 2 else {"a": "x"},
+}
+_SCRUBBED_OBJECTS: dict[str, Any] = {
+    "an address inside": lambda i: {"host": f"10.0.0.{i % 3}", "n": i},
+    "an address as a key": lambda i: {f"10.0.0.{i % 2}": 1},
+    "a secret-like key": lambda i: {"api_key": "abc", "n": 1},
+    "a non-ASCII string": lambda i: {"who": "ünï"},
+}
+
+
+def _with_objects(make: Any, field: str = "usage") -> str:
+    rows = receipts()
+    for i, r in enumerate(rows):
+        r[field] = make(i)
+    rows[3][field] = None  # an explicit null ...
+    del rows[5][field]  # ... and an absent field
+    return _jsonl(rows)
+
+
+@pytest.mark.parametrize("case", list(_OBJECTS))
+def test_object_fields_are_written_column_wise(tmp_path: Path, case: str) -> None:
+    """Objects in an unknown field (RFC 8785 text per object, keys sorted, nested objects)
+    are read column-wise and seal to the per-row bytes."""
+    camp = _campaign(tmp_path / "c", "receipts.jsonl", _with_objects(_OBJECTS[case]))
+    ct = read_columnar(camp / "receipts.jsonl", "receipts")
+    assert ct is not None
+    assert [u.name for u in ct.unknown if u.canonical] == ["usage"]
+    col, row = _both(camp)
+    assert isinstance(row, bytes)
+    assert col == row
+
+
+@pytest.mark.parametrize("case", list(_PER_ROW_OBJECTS))
+def test_objects_the_columns_cannot_tell_exactly_go_per_row(tmp_path: Path, case: str) -> None:
+    camp = _campaign(tmp_path / "c", "receipts.jsonl", _with_objects(_PER_ROW_OBJECTS[case]))
+    assert read_columnar(camp / "receipts.jsonl", "receipts") is None
+    col, row = _both(camp)
+    assert col == row
+
+
+@pytest.mark.parametrize("field", ["usage", "api_token"])
+@pytest.mark.parametrize("case", list(_SCRUBBED_OBJECTS))
+def test_objects_the_sanitizer_touches_seal_as_per_row(
+    tmp_path: Path, case: str, field: str
+) -> None:
+    """Per row, object keys and strings are scrubbed row by row (pseudonyms numbered in
+    that order, secret-like keys redacted): read column-wise, such a table is sealed
+    from its rows, to the same bytes."""
+    camp = _campaign(
+        tmp_path / "c", "receipts.jsonl", _with_objects(_SCRUBBED_OBJECTS[case], field)
+    )
     col, row = _both(camp)
     assert isinstance(row, bytes)
     assert col == row

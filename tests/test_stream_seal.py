@@ -170,6 +170,32 @@ def test_an_integer_negative_zero_in_a_late_block_seals_as_per_row(
     assert streamed.read_bytes() == per_row.read_bytes()
 
 
+@pytest.mark.parametrize("touched_at", [None, 57])
+def test_object_fields_stream_and_seal_as_per_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, touched_at: int | None
+) -> None:
+    """An object-valued unknown field streams block by block (its RFC 8785 text built
+    column-wise); an address inside one object in a late block sends the file to the
+    rows. Either way: the per-row bytes."""
+    rows = _many_receipts(60)
+    for i, r in enumerate(rows):
+        r["usage"] = {"tokens": {"in": 100 + i, "out": i % 7}, "cached": i % 2 == 0, "t": 0.25}
+    if touched_at is not None:
+        rows[touched_at]["usage"]["peer"] = "10.7.7.7"
+    camp = write_campaign(tmp_path / "c", **{"receipts.jsonl": rows})
+    loaded, problems = load_campaign(camp, columnar=True, stream=SMALL_BLOCKS)
+    assert not problems
+    assert ("receipts" in loaded.streamed) == (touched_at is None)
+    for table in loaded.streamed.values():
+        table.close()
+    streamed = tmp_path / "streamed.bundle"
+    seal_campaign(camp, streamed, stream=SMALL_BLOCKS)
+    monkeypatch.setenv(PER_ROW_ENV, "1")
+    per_row = tmp_path / "per-row.bundle"
+    seal_campaign(camp, per_row, stream=SMALL_BLOCKS)
+    assert streamed.read_bytes() == per_row.read_bytes()
+
+
 @pytest.mark.parametrize("how", ["in place", "replaced"])
 def test_a_receipts_file_changed_between_the_two_reads_stops_the_seal(
     tmp_path: Path, how: str

@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.json as pjson
 
-from bundler.campaign.extra import JCS_MAX_INT, UnknownColumn, extra_column
+from bundler.campaign.extra import JCS_MAX_INT, UnknownColumn, extra_column, object_text
 from bundler.campaign.table_columns import csv_booleans, field_kinds, is_boolean
 from bundler.format.columns import all_true, numbers_ok, strings_ok
 from bundler.format.tables import (
@@ -417,7 +417,15 @@ def _read_jsonl(  # noqa: PLR0911
     del table  # the chunks now live only in `chunked`, which _contiguous empties
     columns = _contiguous(names, chunked)
     extra = {f.name: columns.pop(f.name) for f in unknown}
-    if not again and not all(_unknown_ok(a) for a in extra.values()):
+    objects = {}
+    for n, a in extra.items():
+        if pa.types.is_struct(a.type):
+            # Objects: their RFC 8785 text now; the sanitizer checks keys and leaves later.
+            got = object_text(a, _unknown_ok)
+            if got is None:
+                return None
+            objects[n] = got
+    if not again and not all(_unknown_ok(a) for n, a in extra.items() if n not in objects):
         return None
     present = _present(data, extra, breaks) if extra else {}
     if present is None:
@@ -425,7 +433,15 @@ def _read_jsonl(  # noqa: PLR0911
     checked = _checked(columns, plan, lines, again=again)
     if checked is None:
         return None
-    return ColumnTable(checked, 1, tuple(UnknownColumn(n, a, present[n]) for n, a in extra.items()))
+    cols = tuple(
+        UnknownColumn(n, a, present[n])
+        if n not in objects
+        else UnknownColumn(
+            n, objects[n][0], present[n], True, tuple(objects[n][1]), tuple(objects[n][2])
+        )
+        for n, a in extra.items()
+    )
+    return ColumnTable(checked, 1, cols)
 
 
 def _from_csv_text(arr: pa.Array[Any], kinds: list[str]) -> pa.Array[Any] | None:
@@ -661,9 +677,11 @@ def to_bundle_table(name: str, ct: ColumnTable, scrub: ArrowScrub | None = None)
     # booleans and nulls are never touched by the sanitizer.
     unknown = list(ct.unknown)
     if scrub is not None:
+        # Object texts are not scrubbed as text: the seal has checked that no rule
+        # touches their keys and strings (``untouched``), else it read the rows.
         unknown = [
             UnknownColumn(u.name, scrub(f"{EXTRA_COLUMN}.{u.name}", u.values), u.present)
-            if pa.types.is_string(u.values.type)
+            if pa.types.is_string(u.values.type) and not u.canonical
             else u
             for u in unknown
         ]

@@ -11,7 +11,7 @@ the canonical JSON code itself (``bundler._internal.jcs``), once per distinct va
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +24,7 @@ from bundler._internal import jcs
 # scalar beside an array), which every step here uses.
 pc: Any = _compute
 
-__all__ = ["JCS_MAX_INT", "UnknownColumn", "extra_column", "jcs_key_order"]
+__all__ = ["JCS_MAX_INT", "UnknownColumn", "extra_column", "jcs_key_order", "object_text"]
 
 JCS_MAX_INT = 2**53 - 1
 """RFC 8785 (ECMAScript numbers) carries integers exactly up to this magnitude."""
@@ -39,11 +39,19 @@ class UnknownColumn:
     ``values`` is a string, int64, float64, bool or null array; ``present`` says
     which rows carry the field (an explicit JSON ``null`` is present, an absent
     field is not), with no nulls of its own.
+
+    ``canonical``: the field holds objects, and ``values`` is each one's RFC 8785 text
+    already (null where the value is ``null``); ``keys`` and ``leaves`` are the
+    objects' keys and string values, which the sanitizer must leave untouched for
+    the column to be sealed column-wise (:func:`object_text`).
     """
 
     name: str
     values: pa.Array[Any]
     present: pa.Array[Any]
+    canonical: bool = False
+    keys: tuple[str, ...] = ()
+    leaves: tuple[pa.Array[Any], ...] = ()
 
 
 def jcs_key_order(names: Sequence[str]) -> list[str]:
@@ -111,6 +119,55 @@ def _value_text(values: Any) -> Any:
     raise TypeError(f"unknown field of type {t} cannot be written column-wise")
 
 
+def object_text(
+    arr: pa.Array[Any], scalar_ok: Callable[[pa.Array[Any]], bool]
+) -> tuple[pa.Array[Any], list[str], list[pa.Array[Any]]] | None:
+    """(each object's RFC 8785 text, null where the value is null; every key; every
+    string child) of a struct column Arrow read from JSON objects, or None when the
+    text cannot be written exactly column-wise.
+
+    Exact when every object has every key with a non-null value (a null child is
+    ``null`` or an absent key for Arrow alike; the per-row path tells them apart) and
+    every value is a scalar ``scalar_ok`` accepts or such an object in turn. Arrow
+    refuses a key given twice in one object. Keys in RFC 8785 order, values written as
+    :func:`extra_column` writes them.
+    """
+    if not pa.types.is_struct(arr.type):
+        return None
+    struct: Any = arr
+    names = [arr.type.field(i).name for i in range(arr.type.num_fields)]
+    children = dict(zip(names, struct.flatten(), strict=True))  # the parent's nulls merged
+    keys: list[str] = list(names)
+    leaves: list[pa.Array[Any]] = []
+    pieces: list[Any] = []
+    for i, name in enumerate(jcs_key_order(names)):
+        child = children[name]
+        if child.null_count != arr.null_count:
+            return None  # a null or absent key in some object
+        if pa.types.is_struct(child.type):
+            inner = object_text(child, scalar_ok)
+            if inner is None:
+                return None
+            text, more_keys, more_leaves = inner
+            keys += more_keys
+            leaves += more_leaves
+        else:
+            t = child.type
+            plain = pa.types.is_string(t) or pa.types.is_boolean(t) or pa.types.is_int64(t)
+            if not (plain or pa.types.is_float64(t)) or not scalar_ok(child):
+                return None
+            if pa.types.is_string(t):
+                leaves.append(child)
+            text = _value_text(child)
+        key = ("{" if i == 0 else ",") + jcs.dumps(name).decode("utf-8") + ":"
+        pieces.append(pc.binary_join_element_wise(key, text, ""))
+    if not pieces:
+        out: Any = pc.if_else(pc.is_valid(arr), "{}", pa.scalar(None, pa.string()))
+        return out, keys, leaves
+    # A null piece (the object itself null) makes the row null.
+    return pc.binary_join_element_wise(*pieces, "}", ""), keys, leaves
+
+
 def extra_column(columns: Sequence[UnknownColumn], num_rows: int) -> pa.Array[Any]:
     """The ``extra`` column: canonical JSON of each row's present unknown fields, else null.
 
@@ -124,7 +181,7 @@ def extra_column(columns: Sequence[UnknownColumn], num_rows: int) -> pa.Array[An
     for name in jcs_key_order(list(by_name)):
         col = by_name[name]
         key = "," + jcs.dumps(name).decode("utf-8") + ":"
-        text = pc.coalesce(_value_text(col.values), "null")
+        text = pc.coalesce(col.values if col.canonical else _value_text(col.values), "null")
         piece = pc.binary_join_element_wise(key, text, "")
         if pc.all(col.present).as_py() is False:  # absent somewhere: "" there
             piece = pc.if_else(col.present, piece, "")

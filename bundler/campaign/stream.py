@@ -38,7 +38,7 @@ import hashlib
 import os
 import weakref
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +56,7 @@ from bundler.campaign.columnar import (
     read_jsonl_block,
     to_bundle_table,
 )
+from bundler.campaign.extra import UnknownColumn
 from bundler.campaign.row_groups import Background, RowGroups, Spill, release
 from bundler.campaign.sanitize import Sanitizer
 from bundler.campaign.sanitize_rules import is_secret_name
@@ -307,6 +308,31 @@ def _hash64(arr: pa.Array[Any]) -> np.ndarray[Any, Any]:
     return out
 
 
+def objects_untouched(san: Sanitizer, unknown: Sequence[UnknownColumn]) -> bool:
+    """Whether no rule of ``san`` looks at any key or string of the object-valued unknown
+    fields (``canonical`` columns), and none of their names is secret-like.
+
+    Per row, objects are scrubbed key by key and value by value, row by row, numbering
+    pseudonyms in that order; column-wise they are kept as text. The two agree only
+    when the rules touch nothing in them: the RE2 gate (:meth:`Sanitizer.picks`, a
+    superset of what any rule matches) picks none of the keys and distinct strings.
+    Otherwise the caller reads the rows (rare: an address inside an object field).
+    """
+    for u in unknown:
+        if not u.canonical:
+            continue
+        names = [u.name.rsplit(".", 1)[-1], *u.keys]
+        if any(is_secret_name(n) for n in names):
+            return False
+        if len(san.picks(pa.array(list(u.keys), pa.string()))):
+            return False
+        for leaf in u.leaves:
+            uniques: Any = pc.unique(leaf.drop_null())
+            if len(uniques) and len(san.picks(uniques)):
+                return False
+    return True
+
+
 def _scrub_columns(name: str, ct: ColumnTable) -> Iterator[tuple[str, pa.Array[Any]]]:
     """(field, column) in the order ``to_bundle_table`` scrubs them, secret-named left out
     (those are redacted whole per value, with no pseudonyms to number)."""
@@ -316,7 +342,8 @@ def _scrub_columns(name: str, ct: ColumnTable) -> Iterator[tuple[str, pa.Array[A
             yield f.name, ct.column(f.name)
     for u in ct.unknown:
         # As scrub_arrow tells a secret name: the last dotted part of the field.
-        if pa.types.is_string(u.values.type) and not is_secret_name(u.name.rsplit(".", 1)[-1]):
+        secret = is_secret_name(u.name.rsplit(".", 1)[-1])
+        if pa.types.is_string(u.values.type) and not secret and not u.canonical:
             yield f"{EXTRA_COLUMN}.{u.name}", u.values
 
 
@@ -383,7 +410,7 @@ class _Context:
 def _survey_block(ctx: _Context, data: bytes | memoryview) -> _Surveyed | None:
     """Pass 1 over one block; None when it is not surely valid."""
     ct = _read_block(ctx.name, ctx.header, data, 1)
-    if ct is None:
+    if ct is None or not objects_untouched(ctx.san, ct.unknown):
         return None
     ids = ct.column("request_id")
     referenced: list[str] = []
