@@ -17,8 +17,10 @@ process timed whole (interpreter start and imports included):
 
 Shapes: ``exact`` (the schema's required fields only), ``seed`` (the bundled
 sample's shape: every optional field, explicit nulls, a ``prompt_id`` beyond the
-schema on one row in eight) and ``extra`` (several unknown fields of each JSON
-scalar type, some absent, some explicitly null, one unique per row).
+schema on one row in eight), ``extra`` (several unknown fields of each JSON
+scalar type, some absent, some explicitly null, one unique per row) and
+``objects`` (JSON Lines only: the seed shape with an object-valued unknown field
+``usage`` on every row, holding integers and a nested object).
 
 Reports wall clock, CPU seconds (the child's, all threads, from ``wait4``; user and
 system apart too: the peer's system time, page faults of its whole-file table,
@@ -82,7 +84,7 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "-")
 """
 
 PATHS = ("columnar", "per-row", "peer", "peer-jemalloc")
-SHAPES = ("exact", "seed", "extra")
+SHAPES = ("exact", "seed", "extra", "objects")
 
 
 def note(msg: str) -> None:
@@ -117,6 +119,8 @@ def reshape(csv_path: Path, out: Path, fmt: str, shape: str) -> None:
     tokens = rng.integers(1, 4000, n).tolist()
     names = ["request_id", "attempt_id", "arm", "server", "phase", "seq", "start", "end"]
     names += ["e2e_s", "status"]
+    if fmt == "csv" and shape == "objects":
+        raise SystemExit("the objects shape is JSON Lines only (CSV cells are text)")
     with out.open("w", encoding="utf-8") as fh:
         if fmt == "csv":
             extra = {
@@ -147,6 +151,12 @@ def _json_tail(shape: str, i: int, shas: _Hexes, tokens: list[int]) -> str:
     )
     if shape == "seed":
         return tail + (f', "prompt_id": "q{i % 50}"' if i % 8 == 0 else "")
+    if shape == "objects":
+        cached = "true" if i % 3 else "false"
+        return tail + (
+            f', "usage": {{"prompt_tokens": {tokens[i]}, "completion_tokens": {i % 97}, '
+            f'"cache": {{"hit": {cached}, "kind": "prefix"}}}}'
+        )
     tail += f', "prompt_id": "q{i % 50}", "tokens_in": {tokens[i]}'
     tail += ', "ttft_s": null' if i % 7 == 0 else f', "ttft_s": {tokens[i] / 1000!r}'
     if i % 3:

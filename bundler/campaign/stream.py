@@ -313,10 +313,11 @@ def objects_untouched(san: Sanitizer, unknown: Sequence[UnknownColumn]) -> bool:
     fields (``canonical`` columns), and none of their names is secret-like.
 
     Per row, objects are scrubbed key by key and value by value, row by row, numbering
-    pseudonyms in that order; column-wise they are kept as text. The two agree only
-    when the rules touch nothing in them: the RE2 gate (:meth:`Sanitizer.picks`, a
-    superset of what any rule matches) picks none of the keys and distinct strings.
-    Otherwise the caller reads the rows (rare: an address inside an object field).
+    pseudonyms and counting hits in that order; column-wise they are kept as text.
+    The two agree only when no rule hits any of their keys or distinct strings
+    (:meth:`Sanitizer.changes_some`: the RE2 gate, then the rules on what it picks;
+    a text no rule hits is neither changed, counted nor numbered). Otherwise the
+    caller reads the rows (rare: an address inside an object field).
     """
     for u in unknown:
         if not u.canonical:
@@ -324,12 +325,9 @@ def objects_untouched(san: Sanitizer, unknown: Sequence[UnknownColumn]) -> bool:
         names = [u.name.rsplit(".", 1)[-1], *u.keys]
         if any(is_secret_name(n) for n in names):
             return False
-        if len(san.picks(pa.array(list(u.keys), pa.string()))):
+        texts = [pa.array(list(u.keys), pa.string()), *u.leaves]
+        if any(len(t) and san.changes_some(t) for t in texts):
             return False
-        for leaf in u.leaves:
-            uniques: Any = pc.unique(leaf.drop_null())
-            if len(uniques) and len(san.picks(uniques)):
-                return False
     return True
 
 
