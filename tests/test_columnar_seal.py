@@ -564,6 +564,22 @@ def test_objects_the_sanitizer_touches_seal_as_per_row(
     assert col == row
 
 
+@pytest.mark.parametrize(("levels", "accepted"), [(99, True), (100, False), (5000, False)])
+def test_objects_nested_beyond_the_loader_bound_are_refused_at_their_line(
+    tmp_path: Path, levels: int, accepted: bool
+) -> None:
+    """The per-row loader refuses a line nested deeper than 100 levels (the row is one):
+    column-wise, the same bound holds (5,000 levels once overflowed Python's stack)."""
+    lines = [json.dumps(r) for r in receipts()]
+    lines[2] = lines[2][:-1] + ', "u": ' + '{"x": ' * levels + "1" + "}" * levels + "}"
+    camp = _campaign(tmp_path / "c", "receipts.jsonl", "\n".join(lines) + "\n")
+    assert (read_columnar(camp / "receipts.jsonl", "receipts") is not None) == accepted
+    col, row = _both(camp)
+    assert col == row
+    if not accepted:
+        assert row == [("receipts.jsonl", "line 3", None, "nested deeper than 100 levels")]
+
+
 def test_cross_checks_name_the_line_in_columnar_mode(tmp_path: Path) -> None:
     """Rows that pass the column checks but break cross-row rules: same problems, same lines."""
     rows = receipts()

@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.json as pjson
 
+from bundler._internal.jsonload import MAX_JSON_DEPTH
 from bundler.campaign.extra import JCS_MAX_INT, UnknownColumn, extra_column, object_text
 from bundler.campaign.table_columns import csv_booleans, field_kinds, is_boolean
 from bundler.format.columns import all_true, numbers_ok, strings_ok
@@ -421,7 +422,8 @@ def _read_jsonl(  # noqa: PLR0911
     for n, a in extra.items():
         if pa.types.is_struct(a.type):
             # Objects: their RFC 8785 text now; the sanitizer checks keys and leaves later.
-            got = object_text(a, _unknown_ok)
+            # The row is one level, the field's object the next (``MAX_JSON_DEPTH``).
+            got = object_text(a, _unknown_ok, MAX_JSON_DEPTH - 1)
             if got is None:
                 return None
             objects[n] = got

@@ -120,7 +120,7 @@ def _value_text(values: Any) -> Any:
 
 
 def object_text(
-    arr: pa.Array[Any], scalar_ok: Callable[[pa.Array[Any]], bool]
+    arr: pa.Array[Any], scalar_ok: Callable[[pa.Array[Any]], bool], levels: int
 ) -> tuple[pa.Array[Any], list[str], list[pa.Array[Any]]] | None:
     """(each object's RFC 8785 text, null where the value is null; every key; every
     string child) of a struct column Arrow read from JSON objects, or None when the
@@ -130,9 +130,10 @@ def object_text(
     ``null`` or an absent key for Arrow alike; the per-row path tells them apart) and
     every value is a scalar ``scalar_ok`` accepts or such an object in turn. Arrow
     refuses a key given twice in one object. Keys in RFC 8785 order, values written as
-    :func:`extra_column` writes them.
+    :func:`extra_column` writes them. ``levels``: how deep objects may nest here (the
+    per-row loader refuses a line nested deeper than its bound, and says where).
     """
-    if not pa.types.is_struct(arr.type):
+    if not pa.types.is_struct(arr.type) or levels < 1:
         return None
     struct: Any = arr
     names = [arr.type.field(i).name for i in range(arr.type.num_fields)]
@@ -145,7 +146,7 @@ def object_text(
         if child.null_count != arr.null_count:
             return None  # a null or absent key in some object
         if pa.types.is_struct(child.type):
-            inner = object_text(child, scalar_ok)
+            inner = object_text(child, scalar_ok, levels - 1)
             if inner is None:
                 return None
             text, more_keys, more_leaves = inner
