@@ -32,6 +32,7 @@ from bundler.campaign.columnar import (
     read_columnar,
     to_bundle_table,
 )
+from bundler.campaign.extra import MAX_OBJECT_KEYS
 from bundler.campaign.load import load_campaign
 from bundler.campaign.sanitize import Sanitizer
 from bundler.campaign.sanitize_rules import ANY_RE2
@@ -578,6 +579,19 @@ def test_objects_nested_beyond_the_loader_bound_are_refused_at_their_line(
     assert col == row
     if not accepted:
         assert row == [("receipts.jsonl", "line 3", None, "nested deeper than 100 levels")]
+
+
+@pytest.mark.parametrize(("keys", "accepted"), [(1000, True), (1001, False)])
+def test_very_wide_objects_go_per_row(tmp_path: Path, keys: int, accepted: bool) -> None:
+    """Beyond MAX_OBJECT_KEYS keys (all levels: here keys - 1 at the top, one below) an
+    object field is left to the rows."""
+    assert MAX_OBJECT_KEYS == 1000
+    text = _with_objects(lambda i: {f"k{j}": {"v": j} if j == 0 else j for j in range(keys - 1)})
+    camp = _campaign(tmp_path / "c", "receipts.jsonl", text)
+    assert (read_columnar(camp / "receipts.jsonl", "receipts") is not None) == accepted
+    col, row = _both(camp)
+    assert isinstance(row, bytes)
+    assert col == row
 
 
 def test_cross_checks_name_the_line_in_columnar_mode(tmp_path: Path) -> None:

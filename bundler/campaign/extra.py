@@ -24,7 +24,15 @@ from bundler._internal import jcs
 # scalar beside an array), which every step here uses.
 pc: Any = _compute
 
-__all__ = ["JCS_MAX_INT", "UnknownColumn", "extra_column", "jcs_key_order", "object_text"]
+__all__ = [
+    "JCS_MAX_INT",
+    "MAX_OBJECT_KEYS",
+    "UnknownColumn",
+    "extra_column",
+    "jcs_key_order",
+    "object_keys",
+    "object_text",
+]
 
 JCS_MAX_INT = 2**53 - 1
 """RFC 8785 (ECMAScript numbers) carries integers exactly up to this magnitude."""
@@ -119,6 +127,33 @@ def _value_text(values: Any) -> Any:
     raise TypeError(f"unknown field of type {t} cannot be written column-wise")
 
 
+MAX_OBJECT_KEYS = 1_000
+"""Keys of an object-valued field (all levels) beyond which it is left to the per-row
+path: the column-wise text costs a few Arrow calls per key and block, the per-row
+path a fixed cost per key and row, so very wide objects are cheaper row by row."""
+
+
+def object_keys(t: pa.DataType, levels: int) -> int | None:
+    """The number of keys at every level of struct type ``t``, or None when it nests
+    deeper than ``levels`` or holds more than :data:`MAX_OBJECT_KEYS` (no recursion:
+    a hostile type may nest thousands deep)."""
+    todo = [(t, 1)]
+    keys = 0
+    while todo:
+        s, depth = todo.pop()
+        if depth > levels:
+            return None
+        keys += s.num_fields
+        if keys > MAX_OBJECT_KEYS:
+            return None
+        todo += [
+            (s.field(i).type, depth + 1)
+            for i in range(s.num_fields)
+            if pa.types.is_struct(s.field(i).type)
+        ]
+    return keys
+
+
 def object_text(
     arr: pa.Array[Any], scalar_ok: Callable[[pa.Array[Any]], bool], levels: int
 ) -> tuple[pa.Array[Any], list[str], list[pa.Array[Any]]] | None:
@@ -133,7 +168,7 @@ def object_text(
     :func:`extra_column` writes them. ``levels``: how deep objects may nest here (the
     per-row loader refuses a line nested deeper than its bound, and says where).
     """
-    if not pa.types.is_struct(arr.type) or levels < 1:
+    if not pa.types.is_struct(arr.type) or object_keys(arr.type, levels) is None:
         return None
     struct: Any = arr
     names = [arr.type.field(i).name for i in range(arr.type.num_fields)]
