@@ -170,6 +170,13 @@ def object_text(
     """
     if not pa.types.is_struct(arr.type) or object_keys(arr.type, levels) is None:
         return None
+    return _object_text(arr, scalar_ok)
+
+
+def _object_text(
+    arr: pa.Array[Any], scalar_ok: Callable[[pa.Array[Any]], bool]
+) -> tuple[pa.Array[Any], list[str], list[pa.Array[Any]]] | None:
+    """:func:`object_text` once its type's depth and width are known to be in bounds."""
     struct: Any = arr
     names = [arr.type.field(i).name for i in range(arr.type.num_fields)]
     children = dict(zip(names, struct.flatten(), strict=True))  # the parent's nulls merged
@@ -181,7 +188,7 @@ def object_text(
         if child.null_count != arr.null_count:
             return None  # a null or absent key in some object
         if pa.types.is_struct(child.type):
-            inner = object_text(child, scalar_ok, levels - 1)
+            inner = _object_text(child, scalar_ok)
             if inner is None:
                 return None
             text, more_keys, more_leaves = inner
