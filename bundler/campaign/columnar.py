@@ -343,15 +343,18 @@ def _null_members(data: bytes, name: str, values: int) -> list[int] | None:
     return found
 
 
-def _line_breaks(data: bytes) -> tuple[np.ndarray[Any, Any], int] | None:
-    """(offset of every line break, the longest line's length) when every line of ``data``
-    opens an object (so none is blank or indented), else None.
+def _line_breaks(data: bytes) -> tuple[np.ndarray[Any, Any], int, int] | None:
+    """(offset of every line break, the longest line's length, the number of lines) when
+    every line of ``data`` opens an object (so none is blank or indented) and the last
+    closes one, else None.
 
+    One object per line, no blank lines: then row i is line i + 1, as the per-row path
+    counts (two objects on one line give more rows than lines: the caller compares).
     pyarrow 26's JSON reader crashes the process (SIGSEGV) on a bare ``null`` line, and
     other non-object lines are the per-row path's to locate. One numpy pass over the
     bytes (a two-byte ``bytes.count`` costs three times as much).
     """
-    if not data.startswith(b"{"):
+    if not data.startswith(b"{") or not data[-64:].rstrip(b" \t\n").endswith(b"}"):
         return None
     buf = np.frombuffer(data, np.uint8)
     breaks = np.flatnonzero(buf == 0x0A)
@@ -360,7 +363,7 @@ def _line_breaks(data: bytes) -> tuple[np.ndarray[Any, Any], int] | None:
         return None
     ends = np.append(breaks, len(data)) if not data.endswith(b"\n") else breaks
     longest = int(np.diff(ends, prepend=-1).max()) if len(ends) else len(data)
-    return breaks, longest
+    return breaks, longest, len(breaks) + (0 if data.endswith(b"\n") else 1)
 
 
 def _contiguous(names: list[str], chunked: list[pa.ChunkedArray[Any]]) -> dict[str, pa.Array[Any]]:
@@ -396,15 +399,10 @@ def _unknown_ok(arr: pa.Array[Any]) -> bool:
 def _read_jsonl(  # noqa: PLR0911
     data: bytes, plan: dict[str, tuple[dict[str, Any], list[str], bool]], *, again: bool = False
 ) -> ColumnTable | None:
-    # One object per line, no blank lines: then row i is line i + 1, as the per-row path
-    # counts. Two objects on one line give more rows than lines (checked after reading).
-    if not data[-64:].rstrip(b" \t\n").endswith(b"}"):
-        return None
     found = _line_breaks(data)
     if found is None:
         return None
-    breaks, longest = found
-    lines = len(breaks) + (0 if data.endswith(b"\n") else 1)
+    breaks, longest, lines = found
     schema = pa.schema([(f, _read_type(k)) for f, (_, k, _) in plan.items()])
     table = _json_table(data, schema, "infer", longest)
     unknown = [f for f in table.schema if f.name not in plan]

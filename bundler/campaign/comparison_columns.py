@@ -245,13 +245,10 @@ def _ordered(columns: dict[str, pa.Array[Any]]) -> pa.Table:
 
 def _read_jsonl(data: bytes, plan: Plan) -> ColumnTable | None:  # noqa: PLR0911
     """:func:`bundler.campaign.columnar._read_jsonl` with ``metrics`` read as a struct."""
-    if not data[-64:].rstrip(b" \t\n").endswith(b"}"):
-        return None
     found = _line_breaks(data)
     if found is None:
         return None
-    breaks, longest = found
-    lines = len(breaks) + (0 if data.endswith(b"\n") else 1)
+    breaks, longest, lines = found
     scalar = pa.schema([(f, _read_type(k)) for f, (_, k, _) in plan.items()])
     read = _read_whole(data, breaks, scalar, longest)
     if read is None:
