@@ -11,10 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +20,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bundler.campaign.columnar import PER_ROW_ENV
 from bundler.campaign.comparison_columns import MAX_METRIC_CELLS, read_comparisons
 from bundler.campaign.load import load_campaign
 from bundler.campaign.stream import StreamLimits
-from bundler.errors import CampaignError
 from bundler.format.container import read_container
-from bundler.seal import seal_campaign
 from tests.campaign_builder import receipts, write_campaign
+from tests.seal_paths import both
 
 REQUESTS = [r["request_id"] for r in receipts()]
 KNOWN = (
@@ -49,44 +44,6 @@ PLAIN = ("rouge_l", "exact.match", "BLEU", "lpips-v2")
 # Names the sanitizer changes (addresses, hosts, credentials): the per-row path numbers
 # their pseudonyms in row and key order.
 SCRUBBED = ("10.0.0.7", "10.0.0.2", "gpu-node7.internal", "Bearer abcdefghijklmnop")
-
-
-@contextmanager
-def _per_row(on: bool) -> Iterator[None]:
-    old = os.environ.get(PER_ROW_ENV)
-    if on:
-        os.environ[PER_ROW_ENV] = "1"
-    else:
-        os.environ.pop(PER_ROW_ENV, None)
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop(PER_ROW_ENV, None)
-        else:
-            os.environ[PER_ROW_ENV] = old
-
-
-def _seal(
-    camp: Path, out: Path, per_row: bool, stream: StreamLimits | None = None
-) -> bytes | list[Any]:
-    """The bundle's bytes, or the problems (file, record, field, message) if refused."""
-    out.unlink(missing_ok=True)
-    with _per_row(per_row):
-        try:
-            seal_campaign(camp, out, force=True, stream=stream)
-        except CampaignError as exc:
-            assert not out.exists()
-            return [(p.where, p.record, p.field, p.message) for p in exc.problems]
-    return out.read_bytes()
-
-
-def _both(
-    camp: Path, stream: StreamLimits | None = None
-) -> tuple[bytes | list[Any], bytes | list[Any]]:
-    col = _seal(camp, camp.parent / "col.bundle", per_row=False, stream=stream)
-    row = _seal(camp, camp.parent / "row.bundle", per_row=True, stream=stream)
-    return col, row
 
 
 def _campaign(root: Path, rel: str, text: str) -> Path:
@@ -184,7 +141,7 @@ def test_column_wise_seal_matches_per_row(tmp_path: Path, rows: list[Any], fmt: 
         for r in rows:
             r["metrics"] = {k: r["metrics"].get(k, 0.5) for k in names}
     text = _jsonl(rows) if fmt == "jsonl" else _csv(rows)
-    col, row = _both(_campaign(tmp_path / "c", f"comparisons.{fmt}", text))
+    col, row = both(_campaign(tmp_path / "c", f"comparisons.{fmt}", text))
     assert col == row
 
 
@@ -194,7 +151,7 @@ def test_column_wise_seal_matches_per_row(tmp_path: Path, rows: list[Any], fmt: 
 @given(rows=_table(NAMES[:3] + SCRUBBED))
 def test_scrubbed_metric_names_seal_as_per_row(tmp_path: Path, rows: list[Any]) -> None:
     """Names the rules change are numbered in row and key order: the table goes per row."""
-    col, row = _both(_campaign(tmp_path / "c", "comparisons.jsonl", _jsonl(rows)))
+    col, row = both(_campaign(tmp_path / "c", "comparisons.jsonl", _jsonl(rows)))
     assert col == row
 
 
@@ -204,7 +161,7 @@ def test_scrubbed_names_keep_key_order_numbering(tmp_path: Path) -> None:
     rows[0]["metrics"] = {"ok": 0.0}
     rows[1]["metrics"] = {"10.0.0.7": 2.0, "10.0.0.2": 3.0}
     camp = _campaign(tmp_path / "c", "comparisons.jsonl", _jsonl(rows))
-    col, row = _both(camp)
+    col, row = both(camp)
     assert isinstance(col, bytes)
     assert col == row
     assert _metrics_column(col, tmp_path) == [[("ok", 0.0)], [("<ip-1>", 2.0), ("<ip-2>", 3.0)]]
@@ -214,7 +171,7 @@ def test_metric_names_that_scrub_alike_are_refused_as_per_row(tmp_path: Path) ->
     rows = _honest(3)
     rows[2]["metrics"] = {"Bearer abcdefghijklmnop": 1.0, "Bearer qrstuvwxyzabcdef": 2.0}
     camp = _campaign(tmp_path / "c", "comparisons.jsonl", _jsonl(rows))
-    col, row = _both(camp)
+    col, row = both(camp)
     assert isinstance(row, list)
     assert any("two keys become" in p[3] for p in row)
     assert col == row
@@ -235,7 +192,7 @@ def test_large_valid_file_takes_the_column_wise_path(tmp_path: Path, fmt: str) -
     assert problems == []
     assert "comparisons" in loaded.columns
     assert loaded.tables["comparisons"] == []
-    col, row = _both(camp)
+    col, row = both(camp)
     assert isinstance(col, bytes)
     assert col == row
     m = _metrics_column(col, tmp_path)
@@ -256,7 +213,7 @@ def test_names_and_fields_first_met_late_are_read_column_wise(tmp_path: Path) ->
     )
     assert ("late", 0.75) in ct.column("metrics")[3500].as_py()
     assert [u.name for u in ct.unknown] == ["scorer"]
-    col, row = _both(camp)
+    col, row = both(camp)
     assert isinstance(col, bytes)
     assert col == row
 
@@ -269,7 +226,7 @@ def test_names_times_rows_beyond_the_budget_go_per_row(tmp_path: Path) -> None:
         r["metrics"] = {f"m{i}_{j}": 1.0 for j in range(MAX_METRIC_CELLS // n**2 + 2)}
     camp = _campaign(tmp_path / "c", "comparisons.jsonl", _jsonl(rows))
     assert read_comparisons(camp / "comparisons.jsonl") is None
-    col, row = _both(camp)
+    col, row = both(camp)
     assert isinstance(col, bytes)
     assert col == row
 
@@ -291,7 +248,7 @@ def test_metric_cited_by_a_claim_is_found_in_columns(tmp_path: Path) -> None:
     (camp / "claims.json").write_text(json.dumps(claims))
     loaded, _ = load_campaign(camp, columnar=True)
     assert "comparisons" in loaded.columns
-    col, row = _both(camp)
+    col, row = both(camp)
     assert isinstance(row, list)
     assert [p for p in row if p[2] == "params.metric"] == [
         ("claims.json", "#2", "params.metric", "'nowhere' is neither gated nor recorded")
@@ -309,7 +266,7 @@ def test_streamed_receipts_find_the_requests_of_column_wise_comparisons(tmp_path
     assert "receipts" in loaded.streamed
     for st_ in loaded.streamed.values():
         st_.close()
-    col, row = _both(camp, stream)
+    col, row = both(camp, stream)
     assert isinstance(row, list)
     assert (
         "comparisons.jsonl",
@@ -320,7 +277,7 @@ def test_streamed_receipts_find_the_requests_of_column_wise_comparisons(tmp_path
     assert col == row
     rows[3]["candidate_request_id"] = REQUESTS[0]
     camp = _campaign(tmp_path / "c", "comparisons.jsonl", _jsonl(rows))
-    col, row = _both(camp, stream)
+    col, row = both(camp, stream)
     assert isinstance(col, bytes)
     assert col == row
 
@@ -368,7 +325,7 @@ def test_json_spellings_are_sealed_or_reported_as_per_row(tmp_path: Path, case: 
         else:
             lines.append(json.dumps(r))
     camp = _campaign(tmp_path / "c", "comparisons.jsonl", "\n".join(lines) + "\n")
-    col, row = _both(camp)
+    col, row = both(camp)
     assert col == row
 
 
@@ -377,7 +334,7 @@ def test_missing_metrics_and_duplicate_ids_are_reported_as_per_row(tmp_path: Pat
     del rows[2]["metrics"]
     rows[4]["comparison_id"] = rows[1]["comparison_id"]
     camp = _campaign(tmp_path / "c", "comparisons.jsonl", _jsonl(rows))
-    col, row = _both(camp)
+    col, row = both(camp)
     assert isinstance(row, list)
     assert ("comparisons.jsonl", "line 3", "metrics", "is required") in row
     assert col == row
@@ -389,7 +346,7 @@ def test_csv_metric_cells_are_sealed_or_reported_as_per_row(tmp_path: Path, cell
     rows[3]["metrics"]["bleu"] = 0.125
     text = _csv(rows).replace("0.125", cell if cell else "", 1)
     camp = _campaign(tmp_path / "c", "comparisons.csv", text)
-    col, row = _both(camp)
+    col, row = both(camp)
     assert col == row
 
 
@@ -397,7 +354,7 @@ def test_csv_without_metric_columns_is_reported_as_per_row(tmp_path: Path) -> No
     rows = _honest(4, names=())
     text = _csv(rows)
     camp = _campaign(tmp_path / "c", "comparisons.csv", text)
-    col, row = _both(camp)
+    col, row = both(camp)
     assert isinstance(row, list)
     assert col == row
 
@@ -413,7 +370,7 @@ def test_csv_metrics_column_beside_metric_columns_is_a_problem(
     cells = {"metrics": cell, "metrics.bleu": "0.5"}
     text = f"{head},{first},{other}\ncmp-1,a2,b1-0,b1-1,{cells[first]},{cells[other]}\n"
     camp = _campaign(tmp_path / "c", "comparisons.csv", text)
-    col, row = _both(camp)
+    col, row = both(camp)
     assert row == [
         (
             "comparisons.csv",

@@ -11,11 +11,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import re
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +24,6 @@ from hypothesis import strategies as st
 
 from bundler.campaign.columnar import (
     JSON_BLOCK_BYTES,
-    PER_ROW_ENV,
     _is_utf8,
     read_columnar,
     to_bundle_table,
@@ -36,9 +32,9 @@ from bundler.campaign.extra import MAX_OBJECT_KEYS
 from bundler.campaign.load import load_campaign
 from bundler.campaign.sanitize import Sanitizer
 from bundler.campaign.sanitize_rules import ANY_RE2
-from bundler.errors import CampaignError
-from bundler.seal import _needs_rows, seal_campaign
+from bundler.seal import _needs_rows
 from tests.campaign_builder import receipts, write_campaign
+from tests.seal_paths import both
 
 FIELDS = (
     "request_id",
@@ -71,40 +67,6 @@ SECRETS = (
     "ǅ",
     "Straße 10.0.0.8",
 )
-
-
-@contextmanager
-def _per_row(on: bool) -> Iterator[None]:
-    old = os.environ.get(PER_ROW_ENV)
-    if on:
-        os.environ[PER_ROW_ENV] = "1"
-    else:
-        os.environ.pop(PER_ROW_ENV, None)
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop(PER_ROW_ENV, None)
-        else:
-            os.environ[PER_ROW_ENV] = old
-
-
-def _seal(camp: Path, out: Path, per_row: bool) -> bytes | list[Any]:
-    """The bundle's bytes, or the problems (file, record, field, message) if refused."""
-    out.unlink(missing_ok=True)
-    with _per_row(per_row):
-        try:
-            seal_campaign(camp, out, force=True)
-        except CampaignError as exc:
-            assert not out.exists()
-            return [(p.where, p.record, p.field, p.message) for p in exc.problems]
-    return out.read_bytes()
-
-
-def _both(camp: Path) -> tuple[bytes | list[Any], bytes | list[Any]]:
-    col = _seal(camp, camp.parent / "col.bundle", per_row=False)
-    row = _seal(camp, camp.parent / "row.bundle", per_row=True)
-    return col, row
 
 
 def _csv(rows: list[dict[str, Any]]) -> str:
@@ -230,7 +192,7 @@ def test_columnar_seal_matches_per_row(
     if camp.exists():
         shutil.rmtree(camp)
     _campaign(camp, name, text)
-    col, row = _both(camp)
+    col, row = both(camp)
     assert col == row
 
 
@@ -254,7 +216,7 @@ def test_generated_receipts_take_the_columnar_path(tmp_path: Path) -> None:
     for name, text in (("receipts.jsonl", _jsonl(rows)), ("receipts.csv", _csv(rows))):
         camp = _campaign(tmp_path / name, name, text)
         assert read_columnar(camp / name, "receipts") is not None, name
-        col, row = _both(camp)
+        col, row = both(camp)
         assert isinstance(col, bytes)
         assert col == row
 
@@ -292,7 +254,7 @@ def test_unknown_nulls_are_told_from_absent_column_wise(tmp_path: Path, case: st
     camp = write_campaign(tmp_path / "c")
     (camp / "receipts.jsonl").write_text(text, encoding="utf-8")
     assert read_columnar(camp / "receipts.jsonl", "receipts") is not None
-    col, row = _both(camp)
+    col, row = both(camp)
     assert isinstance(col, bytes)
     assert col == row
 
@@ -305,7 +267,7 @@ def test_a_duplicate_unknown_key_seals_as_per_row(tmp_path: Path) -> None:
     text = "".join(r[:-1] + tails[i % len(tails)] + "}\n" for i, r in enumerate(rows))
     camp = write_campaign(tmp_path / "c")
     (camp / "receipts.jsonl").write_text(text, encoding="utf-8")
-    col, row = _both(camp)
+    col, row = both(camp)
     assert isinstance(col, bytes)
     assert col == row
 
@@ -328,7 +290,7 @@ def test_pseudonym_order_of_unknown_fields_is_the_per_row_order(tmp_path: Path, 
     text = "".join(r[:-1] + tails[i % len(tails)] + "}\n" for i, r in enumerate(rows))
     camp = write_campaign(tmp_path / "c")
     (camp / "receipts.jsonl").write_text(text, encoding="utf-8")
-    col, row = _both(camp)
+    col, row = both(camp)
     assert isinstance(col, bytes)
     assert col == row
 
@@ -403,7 +365,7 @@ def test_hostile_jsonl_is_refused_or_sealed_like_per_row(tmp_path: Path, case: s
     camp = write_campaign(tmp_path / "c")
     (camp / "receipts.jsonl").write_text(text, encoding="utf-8")
     assert read_columnar(camp / "receipts.jsonl", "receipts") is None
-    col, row = _both(camp)
+    col, row = both(camp)
     assert col == row
     if isinstance(row, list):  # located exactly where the per-row path locates it: line 6
         assert any(p[0] == "receipts.jsonl" and p[1] == "line 6" for p in row), row
@@ -430,7 +392,7 @@ def test_line_oddities_go_per_row(tmp_path: Path, case: str, raw: str) -> None:
     camp = write_campaign(tmp_path / "c")
     (camp / "receipts.jsonl").write_bytes(text.encode("utf-8"))
     assert read_columnar(camp / "receipts.jsonl", "receipts") is None
-    col, row = _both(camp)
+    col, row = both(camp)
     assert col == row
 
 
@@ -453,7 +415,7 @@ def test_hostile_csv_cell_is_located_like_per_row(
     rows: list[dict[str, Any]] = receipts()
     rows[6][field] = cell
     camp = _campaign(tmp_path / "c", "receipts.csv", _csv(rows))
-    col, row = _both(camp)
+    col, row = both(camp)
     assert col == row
     if isinstance(row, list):
         assert ("receipts.csv", "line 8", field) in {p[:3] for p in row}, row
@@ -473,7 +435,7 @@ def test_negative_zero_seals_as_per_row(tmp_path: Path, fmt: str, literal: str) 
         lines[3] = re.sub(r'"e2e_s": [^,}]+', f'"e2e_s": {literal}', lines[3])
         assert f'"e2e_s": {literal}' in lines[3]
         camp = _campaign(tmp_path / "c", "receipts.jsonl", "\n".join(lines) + "\n")
-    col, row = _both(camp)
+    col, row = both(camp)
     assert isinstance(row, bytes)
     assert col == row
 
@@ -535,7 +497,7 @@ def test_object_fields_are_written_column_wise(tmp_path: Path, case: str) -> Non
     assert ct is not None
     assert [u.name for u in ct.unknown if u.canonical] == ["usage"]
     assert not _sealed_from_rows(camp)
-    col, row = _both(camp)
+    col, row = both(camp)
     assert isinstance(row, bytes)
     assert col == row
 
@@ -544,7 +506,7 @@ def test_object_fields_are_written_column_wise(tmp_path: Path, case: str) -> Non
 def test_objects_the_columns_cannot_tell_exactly_go_per_row(tmp_path: Path, case: str) -> None:
     camp = _campaign(tmp_path / "c", "receipts.jsonl", _with_objects(_PER_ROW_OBJECTS[case]))
     assert read_columnar(camp / "receipts.jsonl", "receipts") is None
-    col, row = _both(camp)
+    col, row = both(camp)
     assert col == row
 
 
@@ -560,7 +522,7 @@ def test_objects_the_sanitizer_touches_seal_as_per_row(
         tmp_path / "c", "receipts.jsonl", _with_objects(_SCRUBBED_OBJECTS[case], field)
     )
     assert _sealed_from_rows(camp)
-    col, row = _both(camp)
+    col, row = both(camp)
     assert isinstance(row, bytes)
     assert col == row
 
@@ -575,7 +537,7 @@ def test_objects_nested_beyond_the_loader_bound_are_refused_at_their_line(
     lines[2] = lines[2][:-1] + ', "u": ' + '{"x": ' * levels + "1" + "}" * levels + "}"
     camp = _campaign(tmp_path / "c", "receipts.jsonl", "\n".join(lines) + "\n")
     assert (read_columnar(camp / "receipts.jsonl", "receipts") is not None) == accepted
-    col, row = _both(camp)
+    col, row = both(camp)
     assert col == row
     if not accepted:
         assert row == [("receipts.jsonl", "line 3", None, "nested deeper than 100 levels")]
@@ -589,7 +551,7 @@ def test_very_wide_objects_go_per_row(tmp_path: Path, keys: int, accepted: bool)
     text = _with_objects(lambda i: {f"k{j}": {"v": j} if j == 0 else j for j in range(keys - 1)})
     camp = _campaign(tmp_path / "c", "receipts.jsonl", text)
     assert (read_columnar(camp / "receipts.jsonl", "receipts") is not None) == accepted
-    col, row = _both(camp)
+    col, row = both(camp)
     assert isinstance(row, bytes)
     assert col == row
 

@@ -11,10 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +19,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bundler.campaign.columnar import PER_ROW_ENV, ColumnTable, read_columnar
+from bundler.campaign.columnar import ColumnTable, read_columnar
 from bundler.campaign.load import load_campaign
-from bundler.errors import CampaignError
 from bundler.format.tables import table_schema
-from bundler.seal import seal_campaign
 from tests.campaign_builder import write_campaign
+from tests.seal_paths import both
 
 TABLES = ("telemetry", "worker_exits")
 SECRETS = (
@@ -44,40 +40,6 @@ UNKNOWN: dict[str, st.SearchStrategy[Any]] = {
     "note": st.one_of(st.none(), st.sampled_from(SECRETS), st.text(max_size=6)),
     "warm": st.one_of(st.none(), st.booleans()),
 }
-
-
-@contextmanager
-def _per_row(on: bool) -> Iterator[None]:
-    old = os.environ.get(PER_ROW_ENV)
-    if on:
-        os.environ[PER_ROW_ENV] = "1"
-    else:
-        os.environ.pop(PER_ROW_ENV, None)
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop(PER_ROW_ENV, None)
-        else:
-            os.environ[PER_ROW_ENV] = old
-
-
-def _seal(camp: Path, out: Path, per_row: bool) -> bytes | list[Any]:
-    """The bundle's bytes, or the problems (file, record, field, message) if refused."""
-    out.unlink(missing_ok=True)
-    with _per_row(per_row):
-        try:
-            seal_campaign(camp, out, force=True)
-        except CampaignError as exc:
-            assert not out.exists()
-            return [(p.where, p.record, p.field, p.message) for p in exc.problems]
-    return out.read_bytes()
-
-
-def _both(camp: Path) -> tuple[bytes | list[Any], bytes | list[Any]]:
-    col = _seal(camp, camp.parent / "col.bundle", per_row=False)
-    row = _seal(camp, camp.parent / "row.bundle", per_row=True)
-    return col, row
 
 
 def _jsonl(rows: list[dict[str, Any]]) -> str:
@@ -180,7 +142,7 @@ def test_column_wise_seal_matches_per_row(
 ) -> None:
     rows = data.draw(st.lists(_ROWS[name](), min_size=1, max_size=10))
     rel, text = (f"{name}.csv", _csv(name, rows)) if as_csv else (f"{name}.jsonl", _jsonl(rows))
-    col, row = _both(_campaign(tmp_path / "c", rel, text))
+    col, row = both(_campaign(tmp_path / "c", rel, text))
     assert col == row
 
 
@@ -229,7 +191,7 @@ def test_honest_table_is_read_column_wise_and_sealed_alike(
     text = _jsonl(rows) if fmt == "jsonl" else _csv(name, rows)
     camp = _campaign(tmp_path / "c", f"{name}.{fmt}", text)
     assert isinstance(read_columnar(camp / f"{name}.{fmt}", name), ColumnTable)
-    col, row = _both(camp)
+    col, row = both(camp)
     assert isinstance(col, bytes)
     assert col == row
 
@@ -254,7 +216,7 @@ def test_csv_booleans_are_read_as_python_lowers_them(tmp_path: Path) -> None:
     assert ct is not None
     got = ct.column("killed").to_pylist()
     assert got == [None, None, True, None, None, False]
-    col, row = _both(camp)
+    col, row = both(camp)
     assert isinstance(col, bytes)
     assert col == row
 
@@ -299,7 +261,7 @@ def test_invalid_rows_are_reported_as_per_row(
             else:
                 rows[i][k] = v
     camp = _campaign(tmp_path / "c", f"{name}.jsonl", _jsonl(rows))
-    col, row = _both(camp)
+    col, row = both(camp)
     assert isinstance(row, list), case
     assert row, case
     assert col == row, case
@@ -322,17 +284,18 @@ def test_invalid_csv_cells_are_reported_as_per_row(
     rows[0][column] = "PLACEHOLDER"
     text = _csv(name, rows).replace("PLACEHOLDER", cell)
     camp = _campaign(tmp_path / "c", f"{name}.csv", text)
-    col, row = _both(camp)
+    col, row = both(camp)
     assert col == row
 
 
 def test_unknown_object_field_goes_per_row_and_seals_alike(tmp_path: Path) -> None:
-    """An object in an unknown field is valid (kept in ``extra``) but has no column form."""
+    """An object holding a list, on one row only, in an unknown field is valid (kept in
+    ``extra``) but has no exact column form (absent elsewhere, a list inside): per-row."""
     rows = _honest("telemetry", 6)
     rows[2]["temp_c"] = {"die": 41.5, "hbm": [1, 2]}
     camp = _campaign(tmp_path / "c", "telemetry.jsonl", _jsonl(rows))
     assert read_columnar(camp / "telemetry.jsonl", "telemetry") is None
-    col, row = _both(camp)
+    col, row = both(camp)
     assert isinstance(col, bytes)
     assert col == row
 
@@ -361,5 +324,5 @@ def test_json_spellings_are_sealed_or_reported_as_per_row(tmp_path: Path, case: 
                 r.pop(k, None)
         rows[i] = json.dumps(r)[:-1] + ", " + _LEXICAL[case] + "}"
     camp = _campaign(tmp_path / "c", "worker_exits.jsonl", "\n".join(rows) + "\n")
-    col, row = _both(camp)
+    col, row = both(camp)
     assert col == row
