@@ -86,6 +86,21 @@ def test_small_inputs_stay_in_process() -> None:
 
 
 @pytest.mark.usefixtures("always")
+@pytest.mark.parametrize(("cap", "want"), [("0", 0), ("1", 1), ("many", None), ("-1", None)])
+def test_the_user_caps_or_turns_off_the_workers(
+    monkeypatch: pytest.MonkeyPatch, cap: str, want: int | None
+) -> None:
+    jobs = _jobs(FILES)
+    uncapped = min(parallel_parse._cpus(), parallel_parse.MAX_WORKERS, len(jobs) - 1)
+    monkeypatch.setenv(parallel_parse.WORKERS_ENV, cap)
+    with prefetch(jobs) as pre:
+        assert pre.workers == (uncapped if want is None else want)
+        got = [t() for t in pre.thunks]
+    for (fn, args, _), run in zip(jobs, got, strict=True):
+        _same(run, fn(*args))
+
+
+@pytest.mark.usefixtures("always")
 def test_a_failing_job_raises_the_serial_error_in_the_caller() -> None:
     bad = b'{"date": "x", "ttfts": [1, "slow"]'  # truncated JSON
     jobs = [*_jobs(FILES[:2]), (vllm.parse, (bad, "bad.json", "base"), len(bad))]

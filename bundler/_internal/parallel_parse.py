@@ -46,7 +46,15 @@ from concurrent.futures import Future
 from pathlib import PurePath
 from typing import IO, Any, Generic, TypeVar
 
-__all__ = ["MAX_WORKERS", "MIN_BYTES", "Job", "Prefetched", "prefetch", "workers_for"]
+__all__ = [
+    "MAX_WORKERS",
+    "MIN_BYTES",
+    "WORKERS_ENV",
+    "Job",
+    "Prefetched",
+    "prefetch",
+    "workers_for",
+]
 
 T = TypeVar("T")
 
@@ -55,6 +63,11 @@ MIN_BYTES = 32 << 20
 
 MAX_WORKERS = 4
 """At most this many worker processes, whatever the CPU count."""
+
+WORKERS_ENV = "REPROBUNDLE_PARSE_WORKERS"
+"""A lower cap on the workers, set by the user: ``0`` starts none (every parse in process,
+for a sandbox that forbids starting processes, or to compare); a value that is not a
+whole number >= 0 is ignored."""
 
 Job = tuple[Callable[..., Any], "tuple[Any, ...] | Callable[[], tuple[Any, ...]]", int]
 """(module-level function, its arguments or a function making them, the input's size in
@@ -94,6 +107,9 @@ def workers_for(jobs: Sequence[Job]) -> int:
     # needs them): the caller also unpickles and hands on results, and one worker fewer
     # made the 1M-request import 0.4 s slower on 2 CPUs (median of 7, `bench/README.md`).
     n = min(_cpus(), MAX_WORKERS, len(jobs) - 1)
+    cap = os.environ.get(WORKERS_ENV, "").strip()
+    if cap.isdigit():
+        n = min(n, int(cap))
     return max(n, 0)
 
 
