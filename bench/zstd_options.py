@@ -9,6 +9,7 @@ and prints wall and CPU time, size and decompression time side by side.
 
     .venv/bin/python bench/zstd_options.py                      # 1M requests, 178 MiB
     .venv/bin/python bench/zstd_options.py --requests 5000      # smoke run
+    .venv/bin/python bench/zstd_options.py --bundle x.bundle    # any bundle's tar
 """
 
 from __future__ import annotations
@@ -41,32 +42,51 @@ def _settings() -> list[tuple[str, dict[str, Any]]]:
         write_content_size=True,
     )
     return [
-        (f"level {ZSTD_LEVEL} (today)", {"level": ZSTD_LEVEL}),
-        (f"level {ZSTD_LEVEL}, 2 worker threads", {"level": ZSTD_LEVEL, "threads": 2}),
+        (f"level {ZSTD_LEVEL} (today), 1 thread", {"level": ZSTD_LEVEL}),
+        (f"level {ZSTD_LEVEL} (today), 2 worker threads", {"level": ZSTD_LEVEL, "threads": 2}),
         (f"level {ZSTD_LEVEL} + long-distance matching", {"compression_params": ldm}),
-        ("level 6", {"level": 6}),
-        ("level 3", {"level": 3}),
+        *(
+            (f"level {level}, 2 worker threads", {"level": level, "threads": 2})
+            for level in (1, 2, 3, 6)
+            if level != ZSTD_LEVEL
+        ),
     ]
+
+
+def _serving_bytes(requests: int, load_points: int) -> bytes:
+    """The files of the imported serving campaign, concatenated as the tar holds them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        (d / "results").mkdir()
+        for i, arm in enumerate(("baseline", "candidate")):
+            for lp in range(load_points):
+                path = d / "results" / f"{arm}-c{lp + 1}.json"
+                serving_scale.generate(path, 100 * i + lp, requests, lp + 1)
+        files = sorted((d / "results").glob("*.json"))
+        commits = {"baseline": "a" * 7, "candidate": "b" * 7}
+        import_campaign("vllm", [(f.name.split("-")[0], f) for f in files], d / "camp", commits)
+        members = sorted(p for p in (d / "camp").rglob("*") if p.is_file())
+        print(f"{len(members)} campaign files", end=", ")
+        return b"".join(p.read_bytes() for p in members)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--requests", type=int, default=50_000)
     ap.add_argument("--load-points", type=int, default=10)
+    ap.add_argument(
+        "--bundle",
+        type=Path,
+        help="measure on this bundle's tar instead (e.g. a sealed 10M-row receipts table)",
+    )
     a = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        d = Path(tmp)
-        (d / "results").mkdir()
-        for i, arm in enumerate(("baseline", "candidate")):
-            for lp in range(a.load_points):
-                path = d / "results" / f"{arm}-c{lp + 1}.json"
-                serving_scale.generate(path, 100 * i + lp, a.requests, lp + 1)
-        files = sorted((d / "results").glob("*.json"))
-        commits = {"baseline": "a" * 7, "candidate": "b" * 7}
-        import_campaign("vllm", [(f.name.split("-")[0], f) for f in files], d / "camp", commits)
-        members = sorted(p for p in (d / "camp").rglob("*") if p.is_file())
-        data = b"".join(p.read_bytes() for p in members)
-    print(f"{len(members)} campaign files, {len(data) / 2**20:.0f} MiB")
+    if a.bundle is not None:
+        with a.bundle.open("rb") as fh:
+            data = zstandard.ZstdDecompressor().stream_reader(fh).read()
+        print(f"the tar of {a.bundle}", end=", ")
+    else:
+        data = _serving_bytes(a.requests, a.load_points)
+    print(f"{len(data) / 2**20:.0f} MiB")
     print(
         f"{'setting':40s} {'wall s':>7s} {'CPU s':>7s} {'MiB':>7s} {'ratio':>6s} {'unzstd s':>9s}"
     )

@@ -382,3 +382,25 @@ def test_a_rotated_log_outside_logs_is_scrubbed(tmp_path: Path, keys: Keys) -> N
     seal_campaign(camp, out, keys=[keys.private])
     members = {m.name: m.data for m in read_container(out)}
     assert members["files/run/server.log.1"] == b"up on <ip-1>\n"
+
+
+def test_findings_of_many_verbatim_files_come_in_member_order(tmp_path: Path, keys: Keys) -> None:
+    """The carried files are scanned on several threads: the findings must still be each
+    file's own, in member order (here: files sorted by name, lines in order), and a
+    credential in any one of them still refuses the seal."""
+    files = {
+        f"scripts/s{i:02d}.sh": f"#!/bin/sh\necho {i}\nssh root@10.1.1.{i}\n" for i in range(12)
+    }
+    files["scripts/s05.sh"] += "ping fd12:3456:789a::5\n"
+    camp = write_campaign(tmp_path / "c", **files)
+    res = seal_campaign(camp, tmp_path / "s.bundle", keys=[keys.private])
+    expected = [(f"files/scripts/s{i:02d}.sh", 3, "ipv4") for i in range(12)]
+    expected.insert(6, ("files/scripts/s05.sh", 4, "ipv6"))
+    assert [(f["member"], f["line"], f["rule"]) for f in res.findings] == expected
+
+    files["scripts/s09.sh"] += f"HF={SECRETS['hf_token']}\n"
+    camp2 = write_campaign(tmp_path / "c2", **files)
+    with pytest.raises(CampaignError) as err:
+        seal_campaign(camp2, tmp_path / "s2.bundle", keys=[keys.private])
+    assert "files/scripts/s09.sh, record line 4" in str(err.value)
+    assert not (tmp_path / "s2.bundle").exists()

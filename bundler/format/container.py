@@ -48,11 +48,11 @@ __all__ = [
     "write_container",
 ]
 
-ZSTD_LEVEL = 3
-"""The container frame's zstd level. Until issue 22 it was 10; on the shared 2-core
-machine level 10 took 9.2 s for a serving campaign's 178 MiB of carried JSON and level
-3 1.1 s for 6 % more bytes, while the Parquet members inside (zstd already) gain
-nothing from either (``bench/zstd_options.py``, ``docs/adr/0001-container-tar-zstd.md``)."""
+ZSTD_LEVEL = 1
+"""The container frame's zstd level. Until issue 22 it was 10, then 3: for a serving
+campaign's 178 MiB of carried JSON level 10 took 9.2 s, level 3 1.3 s (73.4 MiB) and
+level 1 0.5 s for the fewest bytes (63.5 MiB), while the Parquet members inside (zstd
+already) gain little from any (``bench/zstd_options.py``, ADR 0001)."""
 ZSTD_WORKERS = max(1, min(os.cpu_count() or 1, 8))
 """zstd worker threads for the container frame. The frame is always written in zstd's
 multi-threaded mode (1 or more workers), whose bytes do not depend on the number of
