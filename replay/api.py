@@ -38,6 +38,7 @@ from replay.sections.attempts import accepted_attempt as find_accepted
 from replay.sections.claims import ClaimsResult, check_claims, contradict_by_media
 from replay.sections.conformance import check_conformance
 from replay.sections.stats import StatsCache
+from replay.serving.inputs import parse_standby
 from replay.serving.summary import compare as compare_serving
 from replay.serving.summary import summarize
 
@@ -237,5 +238,7 @@ def replay_bundle(
         CouldNotRunError: the bundle holds no single accepted attempt.
         OSError: the file cannot be read.
     """
-    verified = open_verified(path, trust=trust, limits=limits)
-    return replay(verified)
+    # Parse workers boot and import while the bundle is verified (one core does that).
+    with parse_standby(path):
+        verified = open_verified(path, trust=trust, limits=limits)
+        return replay(verified)

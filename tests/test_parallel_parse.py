@@ -8,6 +8,7 @@ nothing but the time taken. The sources are the files vLLM 0.33.0 wrote
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import operator
@@ -314,3 +315,94 @@ def test_arguments_are_made_when_their_job_starts_and_once() -> None:
 
     assert _bounded(body) == [None] * slow + [0.0, 1.0, 2.0]
     assert sorted(made) == list(range(slow + 3))
+
+
+REAL = VLLM.parent
+# (format, arms and sources, the files each source carries): one file, a file holding
+# several runs (carried once for all of them), a directory of two files (AIPerf).
+_FORMATS = [
+    ("vllm", [(n.split("-")[0], VLLM / n) for n in FILES], lambda p: [p]),
+    (
+        "guidellm",
+        [(a, REAL / "guidellm-0.8.1-sweep" / f"{a}-sweep.json") for a in ("base", "cand")],
+        lambda p: [p],
+    ),
+    (
+        "aiperf",
+        [(n.split("-")[0], REAL / "aiperf-0.13.0" / n) for n in ("base-c2", "base-c4", "cand-c4")],
+        lambda p: sorted(x for x in p.iterdir() if x.is_file()),
+    ),
+]
+
+
+@pytest.mark.parametrize(("fmt", "sources", "carried"), _FORMATS, ids=[f[0] for f in _FORMATS])
+def test_workers_write_the_carried_files_the_serial_import_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str, sources: Any, carried: Any
+) -> None:
+    """Workers write each carried file into the staging folder and send back its digest:
+    the campaign is the serial one byte for byte, each carried file is its source's
+    bytes, listed with their SHA-256, and no staging part is left anywhere."""
+    commits = {"base": "a" * 7, "cand": "b" * 7}
+    monkeypatch.setenv(parallel_parse.WORKERS_ENV, "0")
+    import_campaign(fmt, sources, tmp_path / "serial", commits, campaign_id="c")
+    monkeypatch.delenv(parallel_parse.WORKERS_ENV)
+    monkeypatch.setattr(parallel_parse, "MIN_BYTES", 0)
+    import_campaign(fmt, sources, tmp_path / "parallel", commits, campaign_id="c")
+    got = _tree(tmp_path / "parallel")
+    assert got == _tree(tmp_path / "serial")
+    index = json.loads(got["serving.json"])
+    want_bytes = sorted(p.read_bytes() for _, src in sources for p in carried(src))
+    assert sorted(v for k, v in got.items() if k.startswith("sources/")) == want_bytes
+    for entry in index["sources"]:
+        for key in ("", "aggregate_"):
+            if f"{key}path" in entry:
+                data = got[entry[f"{key}path"]]
+                assert entry[f"{key}sha256"] == hashlib.sha256(data).hexdigest()
+    assert not [k for k in got if ".parts" in k]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["parallel", "serial"]
+
+
+@pytest.mark.usefixtures("always")
+def test_standby_workers_are_the_ones_prefetch_uses() -> None:
+    """Workers started ahead (replay starts them while it verifies the bundle) import
+    the parser's modules and take the jobs of the next prefetch: none is started
+    then, the results are the serial ones, and every process is gone afterwards."""
+    jobs = _jobs(FILES)
+    with parallel_parse.standby(1, preload=("bundler.importers.vllm",)) as started:
+        spare = list(parallel_parse._STANDBY.get() or [])
+        assert started == len(spare) == min(parallel_parse._cpus(), parallel_parse.MAX_WORKERS)
+        with prefetch(jobs) as pre:
+            assert pre.workers == min(started, len(jobs) - 1)
+            assert all(w in spare for w in pre._workers)  # taken, not started anew
+            got = [t() for t in pre.thunks]
+    for (fn, args, _), run in zip(jobs, got, strict=True):
+        _same(run, fn(*args))
+    assert all(w.proc.poll() is not None for w in spare)
+
+
+@pytest.mark.usefixtures("always")
+def test_standby_workers_no_prefetch_takes_are_stopped() -> None:
+    with parallel_parse.standby(1) as started:
+        spare = list(parallel_parse._STANDBY.get() or [])
+        assert started == len(spare) >= 1
+    assert all(w.proc.poll() is not None for w in spare)
+    assert parallel_parse._STANDBY.get() is None
+
+
+def test_standby_starts_nothing_below_the_bound_or_when_turned_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with parallel_parse.standby(parallel_parse.MIN_BYTES - 1) as started:
+        assert started == 0
+    monkeypatch.setenv(parallel_parse.WORKERS_ENV, "0")
+    with parallel_parse.standby(parallel_parse.MIN_BYTES) as started:
+        assert started == 0
+
+
+@pytest.mark.usefixtures("always")
+def test_a_preload_that_fails_in_the_worker_changes_no_result() -> None:
+    jobs = _jobs(FILES)
+    with parallel_parse.standby(1, preload=("no_such_module_here",)), prefetch(jobs) as pre:
+        got = [t() for t in pre.thunks]
+    for (fn, args, _), run in zip(jobs, got, strict=True):
+        _same(run, fn(*args))

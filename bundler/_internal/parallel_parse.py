@@ -29,10 +29,19 @@ job each at a time: memory grows by at most that many documents being parsed, an
 the caller's one. Results are returned in job order
 whatever finished first. Pickles are only exchanged with the workers this module
 started.
+
+A caller that knows parses will come after other work (replay verifies the whole
+bundle first) can start the workers early with :func:`standby`: they start and import
+the parser's modules while the caller works, and the next :func:`prefetch` in the
+block takes them instead of starting its own (those it does not take are stopped
+when the block ends).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import importlib
 import itertools
 import json
 import os
@@ -41,7 +50,7 @@ import queue
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import PurePath
 from typing import IO, Any, Generic, TypeVar
@@ -53,6 +62,7 @@ __all__ = [
     "Job",
     "Prefetched",
     "prefetch",
+    "standby",
     "workers_for",
 ]
 
@@ -97,20 +107,28 @@ def _interpreter() -> bool:
     return name.startswith("python") and not getattr(sys, "frozen", False)
 
 
-def workers_for(jobs: Sequence[Job]) -> int:
-    """How many worker processes :func:`prefetch` starts for ``jobs``: one per CPU, at
-    most :data:`MAX_WORKERS` and one per job but the caller's; 0 (all in process) below two jobs,
-    :data:`MIN_BYTES` in all, or two CPUs, or without an interpreter to start."""
-    if len(jobs) < 2 or sum(size for _, _, size in jobs) < MIN_BYTES or not _interpreter():
+def _most_workers() -> int:
+    """One per CPU, at most :data:`MAX_WORKERS` and the user's cap; 0 without an
+    interpreter to start."""
+    if not _interpreter():
         return 0
     # One per CPU although the caller parses too (the jobs no worker has taken when it
     # needs them): the caller also unpickles and hands on results, and one worker fewer
     # made the 1M-request import 0.4 s slower on 2 CPUs (median of 7, `bench/README.md`).
-    n = min(_cpus(), MAX_WORKERS, len(jobs) - 1)
+    n = min(_cpus(), MAX_WORKERS)
     cap = os.environ.get(WORKERS_ENV, "").strip()
     if cap.isdigit():
         n = min(n, int(cap))
     return max(n, 0)
+
+
+def workers_for(jobs: Sequence[Job]) -> int:
+    """How many worker processes :func:`prefetch` starts for ``jobs``: one per CPU, at
+    most :data:`MAX_WORKERS` and one per job but the caller's; 0 (all in process) below two jobs,
+    :data:`MIN_BYTES` in all, or two CPUs, or without an interpreter to start."""
+    if len(jobs) < 2 or sum(size for _, _, size in jobs) < MIN_BYTES:
+        return 0
+    return min(_most_workers(), len(jobs) - 1)
 
 
 def _send(pipe: IO[bytes], obj: Any) -> None:
@@ -198,16 +216,35 @@ class _Thunk(Generic[T]):
         raise here[1]
 
 
+def _preload(*modules: str) -> None:
+    """A worker's first message from :func:`standby`: import the parser's modules now."""
+    for name in modules:
+        importlib.import_module(name)
+
+
 class _Worker:
     """One worker process and the thread in this process that feeds it jobs."""
 
-    def __init__(self, todo: queue.SimpleQueue[_Thunk[Any] | None]) -> None:
+    def __init__(self, preload: Sequence[str] = ()) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-c", _BOOT, json.dumps(sys.path)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
         )
+        self.thread: threading.Thread | None = None
+        self._answers_due = 0  # answers to preloads, read before the first job's
+        self._alive = True
+        if preload:
+            try:
+                assert self.proc.stdin is not None
+                _send(self.proc.stdin, (_preload, tuple(preload)))
+                self._answers_due = 1
+            except OSError:  # died at once: its jobs run in the caller
+                self._alive = False
+
+    def feed(self, todo: queue.SimpleQueue[_Thunk[Any] | None]) -> None:
+        """Start the thread that hands this worker jobs from ``todo`` until a stop mark."""
         self.thread = threading.Thread(target=self._feed, args=(todo,), daemon=True)
         self.thread.start()
 
@@ -215,7 +252,13 @@ class _Worker:
         stdin, stdout = self.proc.stdin, self.proc.stdout
         assert stdin is not None
         assert stdout is not None
-        alive = True
+        alive = self._alive
+        while alive and self._answers_due:
+            try:
+                _receive(stdout)
+                self._answers_due -= 1
+            except Exception:  # died or failed while importing: its jobs run here
+                alive = False
         while (job := todo.get()) is not None:
             fut = job.future
             if fut is None or not job.take():
@@ -231,7 +274,8 @@ class _Worker:
 
     def stop(self) -> None:
         """Close the worker's input (it exits), wait for it, kill it if it lingers."""
-        self.thread.join()
+        if self.thread is not None:
+            self.thread.join()
         try:
             if self.proc.stdin is not None:
                 self.proc.stdin.close()
@@ -288,16 +332,50 @@ def prefetch(jobs: Sequence[Job]) -> Prefetched[Any]:
         todo.put(t)
     for _ in range(n):
         todo.put(None)  # one stop mark per worker, after every job
-    workers: list[_Worker] = []
+    spare = _STANDBY.get()
+    workers: list[_Worker] = spare[:n] if spare is not None else []
+    if spare is not None:
+        del spare[:n]
     try:
-        for _ in range(n):
-            workers.append(_Worker(todo))
+        while len(workers) < n:
+            workers.append(_Worker())
     except OSError:
         pass  # fewer workers (or none): what they do not take is run here by the thunks
+    for w in workers:
+        w.feed(todo)
     if not workers:
         for t in thunks:
             t.future = None
     return Prefetched(thunks, workers)
+
+
+_STANDBY: contextvars.ContextVar[list[_Worker] | None] = contextvars.ContextVar(
+    "reprobundle_parse_standby", default=None
+)
+
+
+@contextlib.contextmanager
+def standby(expected_bytes: int, preload: Sequence[str] = ()) -> Iterator[int]:
+    """Start the workers a :func:`prefetch` later in this block will want, now, and have
+    each import ``preload`` (module names) while the caller does other work.
+
+    Started only when ``expected_bytes`` (what the caller expects to parse, or a bound
+    on it) reaches :data:`MIN_BYTES`, and as many as :func:`workers_for` would start at
+    most. Yields how many were started. Workers no :func:`prefetch` took are stopped
+    when the block ends, whatever it raises.
+    """
+    n = _most_workers() if expected_bytes >= MIN_BYTES else 0
+    spare: list[_Worker] = []
+    with contextlib.suppress(OSError):
+        for _ in range(n):
+            spare.append(_Worker(preload))
+    token = _STANDBY.set(spare)
+    try:
+        yield len(spare)
+    finally:
+        _STANDBY.reset(token)
+        for w in spare:
+            w.stop()
 
 
 def _serve() -> None:

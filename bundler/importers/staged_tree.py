@@ -6,21 +6,51 @@ import leaves nothing at the destination (and removes its staging folder). Large
 files (the carried sources) are written by a background thread as soon as they are
 parsed, while the next sources are still being parsed: writing 178 MiB of fresh
 page cache cost 1.7 s of system time on the 2-core VM of ``bench/serving_scale.py``,
-time that overlaps with the parse instead of following it.
+time that overlaps with the parse instead of following it. A source parsed in a worker
+process is written by that worker into the staging folder's ``.parts/`` under a
+random name (:func:`stage_bytes`) and only its digest comes back: the caller then
+renames it into place (:meth:`StagedTree.adopt`) instead of receiving its bytes
+through a pipe and writing them again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import queue
 import secrets
 import shutil
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["StagedTree"]
+__all__ = ["PARTS", "StagedFile", "StagedTree", "stage_bytes"]
+
+PARTS = ".parts"
+"""The staging folder's subfolder of files written by :func:`stage_bytes`, not yet
+adopted; removed (with any never adopted) before the rename."""
+
+
+@dataclass(frozen=True)
+class StagedFile:
+    """Bytes already written into a staging folder's :data:`PARTS`, by their digest."""
+
+    path: str
+    sha256: str
+    size: int
+
+
+def stage_bytes(data: bytes, parts: str) -> StagedFile:
+    """Write ``data`` to a new file of the folder ``parts`` (created if missing; a name
+    no one else uses, created exclusively) and return it with its SHA-256."""
+    folder = Path(parts)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / secrets.token_hex(12)
+    with path.open("xb") as fh:
+        fh.write(data)
+    return StagedFile(str(path), hashlib.sha256(data).hexdigest(), len(data))
 
 
 class StagedTree:
@@ -63,6 +93,25 @@ class StagedTree:
             self._thread.start()
         self._todo.put((rel, data))
 
+    @property
+    def parts(self) -> Path:
+        """Where :func:`stage_bytes` writes files this tree may :meth:`adopt`."""
+        return self.tmp / PARTS
+
+    def adopt(self, rel: str, staged: StagedFile) -> None:
+        """Move ``staged`` (a file of :attr:`parts`) to ``rel``; when ``rel`` was already
+        put or adopted (a file carried for several runs: the same bytes), drop it."""
+        src = Path(staged.path)
+        if src.parent != self.parts:
+            raise ValueError(f"{staged.path}: not a part of this staging folder")
+        if rel in self._written:
+            src.unlink(missing_ok=True)  # missing: this very file, adopted for an earlier run
+            return
+        self._written.add(rel)
+        dst = self.tmp / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        src.rename(dst)
+
     def finish(self, files: Mapping[str, bytes]) -> None:
         """Write ``files`` (those not already :meth:`put`), wait for the writer, rename the
         staging folder to ``out``; raises the first write error."""
@@ -73,6 +122,8 @@ class StagedTree:
         if self._error is not None:
             raise self._error
         self.tmp.mkdir(parents=True, exist_ok=True)  # an import of no file at all
+        # Parts never adopted: a worker that wrote one and died before answering.
+        shutil.rmtree(self.parts, ignore_errors=True)
         self.tmp.rename(self.out)
 
     def _stop(self) -> None:

@@ -28,7 +28,7 @@ from bundler._internal.userfile import IMPORT_SOURCE_MAX_BYTES, read_user_file
 from bundler.errors import Problem, UsageError
 from bundler.format.serving_run import POISSON, ServingRun, SourceError
 from bundler.importers import aiperf, guidellm, inference_perf, sglang, vllm, vllm_omni
-from bundler.importers.staged_tree import StagedTree
+from bundler.importers.staged_tree import StagedFile, StagedTree, stage_bytes
 
 __all__ = ["FORMATS", "ImportResult", "import_campaign"]
 
@@ -297,9 +297,9 @@ def _check_args(
     return arms
 
 
-Carried = list[tuple[str, bytes]]
-"""The source's files as (name under ``sources/<arm>/``, bytes): one for vLLM, two for AIPerf,
-three for inference-perf (per-request, summary, config)."""
+Carried = list[tuple[str, bytes | StagedFile]]
+"""The source's files as (name under ``sources/<arm>/``, bytes or the staged file holding them):
+one for vLLM, two for AIPerf, three for inference-perf (per-request, summary, config)."""
 
 
 def _read_source(path: Path) -> bytes:
@@ -324,7 +324,7 @@ def _read(fmt: str, path: Path, arm: str) -> list[Parsed]:
         records, aggregate = aiperf.locate(path)
         rdata, adata = _read_source(records), _read_source(aggregate)
         run = aiperf.parse(rdata, str(records), adata, str(aggregate), arm)
-        carried = [
+        carried: Carried = [
             (f"{run.load_point}/{aiperf.RECORDS_NAME}", rdata),
             (f"{run.load_point}/{aiperf.AGGREGATE_NAME}", adata),
         ]
@@ -354,6 +354,30 @@ def _read(fmt: str, path: Path, arm: str) -> list[Parsed]:
     ]
 
 
+def _read_staged(fmt: str, path: Path, arm: str, parts: str) -> list[Parsed]:
+    """:func:`_read`, each carried file written to the staging folder ``parts`` and
+    replaced by its :class:`StagedFile` (a parse worker's job: the bytes stay out of
+    the pipe back to the caller, the write and the digest run beside the other parses)."""
+    parsed = _read(fmt, path, arm)
+    staged: dict[int, StagedFile] = {}  # a file holding several runs is written once
+    out: list[Parsed] = []
+    for run, carried, extra in parsed:
+        files: Carried = []
+        for name, data in carried:
+            if isinstance(data, bytes):
+                if id(data) not in staged:
+                    staged[id(data)] = stage_bytes(data, parts)
+                files.append((name, staged[id(data)]))
+            else:
+                files.append((name, data))
+        out.append((run, files, extra))
+    return out
+
+
+def _sha256(data: bytes | StagedFile) -> str:
+    return data.sha256 if isinstance(data, StagedFile) else hashlib.sha256(data).hexdigest()
+
+
 def _size(path: Path) -> int:
     """A source's size for :func:`prefetch`'s choice (0 when it is no regular file)."""
     try:
@@ -366,7 +390,9 @@ def _size(path: Path) -> int:
 def _parse_all(fmt: str, sources: Sequence[tuple[str, Path]], tree: StagedTree) -> list[Parsed]:
     # Large sources are parsed in worker processes (Python's json holds the GIL); each
     # result is taken in source order below, a failed one parsed again here to raise.
-    with prefetch([(_read, (fmt, path, arm), _size(path)) for arm, path in sources]) as pre:
+    parts = str(tree.parts)
+    jobs = [(_read_staged, (fmt, path, arm, parts), _size(path)) for arm, path in sources]
+    with prefetch(jobs) as pre:
         return _collect(sources, pre.thunks, tree)
 
 
@@ -409,7 +435,10 @@ def _collect(
             seen[key] = at
             out.append((run, data, extra))
             for name, blob in data:
-                tree.put(carried_rel(run, name), blob)
+                if isinstance(blob, StagedFile):
+                    tree.adopt(carried_rel(run, name), blob)
+                else:
+                    tree.put(carried_rel(run, name), blob)
     if problems:
         raise SourceError(f"{len(problems)} problem(s) in the sources; nothing written", problems)
     return out
@@ -479,22 +508,20 @@ def import_campaign(
         not_claimed: list[dict[str, Any]] = []
         for run, carried, extra in parsed:
             rels = [carried_rel(run, name) for name, _ in carried]
-            for rel, (_, data) in zip(rels, carried, strict=True):
-                files[rel] = data
             entry = {
                 "arm": run.arm,
                 "format": fmt,
                 "path": rels[0],
                 "load_point": run.load_point,
                 "original_name": Path(run.source).name,
-                "sha256": hashlib.sha256(carried[0][1]).hexdigest(),
+                "sha256": _sha256(carried[0][1]),
             }
             if len(rels) > 1:
                 entry["aggregate_path"] = rels[1]
-                entry["aggregate_sha256"] = hashlib.sha256(carried[1][1]).hexdigest()
+                entry["aggregate_sha256"] = _sha256(carried[1][1])
             if len(rels) > 2:
                 entry["config_path"] = rels[2]
-                entry["config_sha256"] = hashlib.sha256(carried[2][1]).hexdigest()
+                entry["config_sha256"] = _sha256(carried[2][1])
             entry |= extra
             index_sources.append(entry)
             load_points.setdefault(run.load_point, _load_point_doc(run))

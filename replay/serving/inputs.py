@@ -11,19 +11,30 @@ is unverifiable.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from bundler._internal.parallel_parse import Job, prefetch
+from bundler._internal.parallel_parse import Job, prefetch, standby
 from bundler.errors import BundleError, BundleFormatError, Problem
 from bundler.format.serving_run import ServingRun, shown
 from bundler.importers import aiperf, guidellm, inference_perf, sglang, vllm, vllm_omni
 from replay.serving.stats import RunStats
 
-__all__ = ["INDEX", "PARSERS", "SWEEPS", "Cache", "ServingData", "load_serving", "pick_run"]
+__all__ = [
+    "INDEX",
+    "PARSERS",
+    "SWEEPS",
+    "Cache",
+    "ServingData",
+    "load_serving",
+    "parse_standby",
+    "pick_run",
+]
 
 INDEX = "serving.json"
 """The campaign file listing the serving sources (bundle member ``files/serving.json``)."""
@@ -187,6 +198,23 @@ class ServingData:
             f"no serving source of arm {arm!r} at load point {load_point!r} "
             f"(recorded: {', '.join(known) or 'none'}){extra}"
         )
+
+
+SOURCES_PER_BUNDLE_BYTE = 4
+"""A bound on how many bytes of carried sources one byte of a bundle file holds: the JSON
+of a serving sweep compresses 2.8x in the container frame (``bench/zstd_options.py``)."""
+
+
+def parse_standby(bundle: Path | str) -> contextlib.AbstractContextManager[int]:
+    """Start the source parse's worker processes (:func:`bundler._internal.parallel_parse.standby`)
+    while the bundle at ``bundle`` is verified, when it is large enough to carry sources
+    worth them; :func:`load_serving` in the block takes them. Its size is only a guess at
+    what it holds: an unused worker is stopped when the block ends."""
+    try:
+        size = Path(bundle).stat().st_size
+    except OSError:
+        size = 0
+    return standby(size * SOURCES_PER_BUNDLE_BYTE, preload=(__name__,))
 
 
 def load_serving(member: Callable[[str], bytes | None]) -> ServingData | None:

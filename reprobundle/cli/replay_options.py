@@ -197,7 +197,7 @@ def run_replay(args: ReplayArgs) -> tuple[VerifiedBundle, ReplayResult]:
             ``--media``; an unavailable ``--device``.
         IntegrityError, CouldNotRunError, BundleFormatError, OSError: from the library.
     """
-    from replay.api import MediaRequest, replay
+    from replay.serving.inputs import parse_standby
 
     if args.trust.refuses_all:
         raise UsageError(_TRUST_HINT)
@@ -211,6 +211,13 @@ def run_replay(args: ReplayArgs) -> tuple[VerifiedBundle, ReplayResult]:
         raise UsageError("--ray-address needs --executor ray")
     if args.tolerance is not None and args.against is None:
         raise UsageError("--tolerance needs --against SEALED.bundle")
+    with parse_standby(args.bundle):
+        return _verify_and_replay(args)
+
+
+def _verify_and_replay(args: ReplayArgs) -> tuple[VerifiedBundle, ReplayResult]:
+    from replay.api import MediaRequest, replay
+
     verified = _open(args.bundle, args)
     against = _open(args.against, args) if args.against is not None else None
     bar = ProgressBar("re-scoring media", enabled=args.progress)
