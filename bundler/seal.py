@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from bundler import __version__
+from bundler import version
 from bundler._internal import jcs
 from bundler._internal.atomic import atomic_output
 from bundler._internal.confined import ConfinedTree
@@ -91,7 +91,7 @@ def environment() -> dict[str, str]:
     import zstandard
 
     return {
-        "reprobundle": __version__,
+        "reprobundle": version(),
         "python": platform.python_version(),
         "pyarrow": pa.__version__,
         "zstandard": zstandard.__version__,

@@ -20,7 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from bundler import __version__
+from bundler import version
 from bundler.format.container import Limits
 from bundler.format.trust import NO_TRUST, Trust
 from bundler.verified import VerifiedBundle, open_verified
@@ -61,7 +61,7 @@ def _environment_now() -> dict[str, str]:
     replay never needs.
     """
     return {
-        "reprobundle": __version__,
+        "reprobundle": version(),
         "python": platform.python_version(),
         "pyarrow": pa.__version__,
     }

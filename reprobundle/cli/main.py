@@ -18,7 +18,6 @@ import sys
 
 import click
 
-from bundler import __version__
 from reprobundle.cli.common import JsonAwareGroup, examples
 from reprobundle.cli.diff_cmd import diff_command
 from reprobundle.cli.export_cmd import export_command
@@ -63,7 +62,7 @@ _MAIN_EXAMPLES = examples(
     epilog=_MAIN_EXAMPLES + EXIT_HELP,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-@click.version_option(__version__, prog_name="reprobundle")
+@click.version_option(package_name="reprobundle", prog_name="reprobundle")
 def main() -> None:
     """Seal, verify, sign, inspect and replay ML-serving performance campaigns."""
 

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow.compute as pc
 
-from bundler import __version__
+from bundler import version
 from bundler.errors import UsageError
 from bundler.format.trust import NO_TRUST, Trust
 from bundler.verified import VerifiedBundle
@@ -154,7 +154,7 @@ def report_model(bundle: VerifiedBundle, result: ReplayResult, *, charts: bool =
         result,
         facts,
         charts=charts,
-        generator=f"reprobundle {__version__} (bundle report)",
+        generator=f"reprobundle {version()} (bundle report)",
     )
 
 
