@@ -11,18 +11,24 @@ latencies; 2-12 output tokens per request), then runs in child processes:
   (mean, median, population SD, p50/p90/p95/p99/p99.9 of TTFT, TPOT, ITL, E2EL;
   the three throughputs), in floating point.
 
-Each side's wall time, CPU time (user + system of its child, every thread) and peak
-RSS (``ru_maxrss`` of its child) are printed, with the ratios, and ours per stage (wall
-and CPU inside the process). Targets: replay within 2x of numpy, peak RSS <= 1.5 GiB
-(issue 10); the whole child (import + seal + replay) within 2x of numpy's (issue 22).
-Run: ``python bench/serving_scale.py [--requests 50000] [--load-points 10]``.
+Each side's wall time, CPU time (user + system of its child, every thread, and of the
+worker processes it waited for) and peak RSS (``ru_maxrss`` of the child, by ``wait4``)
+are printed for each round and as medians over ``--rounds`` (default 3) pairs, the
+order alternating (numpy first in odd rounds, ours first in even ones), with the
+ratios, and ours per stage (wall and CPU inside the process). Each child starts after
+``--settle`` seconds of idle (default 10): on the 2-core VM the import of the first
+child right after the generator had run took ~0.4 s longer than after a pause.
+Targets: replay within 2x of numpy, peak RSS <= 1.5 GiB (issue 10); the whole child
+(import + seal + replay) within 2x of numpy's (issue 22).
+Run: ``python bench/serving_scale.py [--requests 50000] [--load-points 10] [--rounds 3]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -144,20 +150,42 @@ def side_ours(files: list[Path], work: Path) -> int:
 
 
 def _child(args: list[str]) -> tuple[float, float, float, int]:
-    """Wall s, CPU s (user + system) and peak RSS GiB of one child, and its exit code."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    """Wall s, CPU s (user + system) and peak RSS GiB of one child (its own, by ``wait4``;
+    CPU includes the worker processes it waited for), and its exit code."""
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, __file__, *args], check=False)
+    proc = subprocess.Popen([sys.executable, __file__, *args])
+    _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    return wall, cpu, after.ru_maxrss / 1024 / 1024, proc.returncode
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024 / 1024, proc.returncode
+
+
+def _clean(d: Path) -> None:
+    """Remove what the previous child wrote (ours refuses an existing campaign folder)."""
+    for leftover in ("camp", "x.bundle", "phases.json", "numpy.json"):
+        path = d / leftover
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+
+
+def _median(xs: list[float]) -> float:
+    return float(np.median(xs))
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--requests", type=int, default=50_000)
     ap.add_argument("--load-points", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3, help="numpy/ours pairs, order alternating")
+    ap.add_argument(
+        "--settle",
+        type=float,
+        default=10.0,
+        help="seconds of idle before each child (the generator's and the previous child's "
+        "aftermath, e.g. a VM returning freed memory to its host, must not land on either)",
+    )
     ap.add_argument("--side", choices=["ours", "numpy"])
     ap.add_argument("--dir", type=Path)
     a = ap.parse_args()
@@ -169,6 +197,10 @@ def main() -> int:
             (a.dir / "numpy.json").write_text(json.dumps({"compute": time.perf_counter() - t0}))
             return 0
         return side_ours(files, a.dir)
+    rows: dict[str, list[tuple[float, float, float]]] = {"numpy": [], "ours": []}
+    phase_rows: list[dict[str, float]] = []
+    numpy_inner: list[float] = []
+    code = 0
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         (d / "results").mkdir()
@@ -176,36 +208,58 @@ def main() -> int:
             for lp in range(a.load_points):
                 generate(d / "results" / f"{arm}-c{lp + 1}.json", 100 * i + lp, a.requests, lp + 1)
         total = sum(f.stat().st_size for f in (d / "results").iterdir())
+        # The generated files' write-back to disk is neither side's cost: done before both.
+        os.sync()
         print(
-            f"{2 * a.load_points * a.requests:,} requests in {total / 2**20:.0f} MiB of JSON",
+            f"{2 * a.load_points * a.requests:,} requests in {total / 2**20:.0f} MiB of JSON; "
+            f"load {os.getloadavg()[0]:.2f}",
             file=sys.stderr,
         )
-        # RUSAGE_CHILDREN is the max over all children so far: run numpy first (smaller).
-        nw, nc, nr, _ = _child(["--side", "numpy", "--dir", str(d)])
-        ow, oc, orss, code = _child(["--side", "ours", "--dir", str(d)])
-        phases_file, numpy_file = d / "phases.json", d / "numpy.json"
-        phases = json.loads(phases_file.read_text()) if phases_file.exists() else None
-        numpy_s = json.loads(numpy_file.read_text())["compute"]
+        for r in range(a.rounds):
+            order = ("numpy", "ours") if r % 2 == 0 else ("ours", "numpy")
+            for side in order:
+                _clean(d)
+                time.sleep(a.settle)
+                wall, cpu, rss, rc = _child(["--side", side, "--dir", str(d)])
+                rows[side].append((wall, cpu, rss))
+                if side == "ours":
+                    code = code or rc
+                    phase_rows.append(json.loads((d / "phases.json").read_text()))
+                else:
+                    numpy_inner.append(json.loads((d / "numpy.json").read_text())["compute"])
+            nw, ow = rows["numpy"][-1][0], rows["ours"][-1][0]
+            print(
+                f"round {r + 1} ({' then '.join(order)}): numpy {nw:.2f} s, ours {ow:.2f} s, "
+                f"ratio {ow / nw:.2f}; load {os.getloadavg()[0]:.2f}",
+                file=sys.stderr,
+            )
+    med = {side: tuple(_median([row[k] for row in rows[side]]) for k in range(3)) for side in rows}
+    print(f"medians of {a.rounds} rounds ({a.settle:g} s settle before each child)")
     print(f"{'side':<8}{'wall s':>10}{'CPU s':>10}{'peak RSS GiB':>15}")
-    print(f"{'numpy':<8}{nw:>10.2f}{nc:>10.2f}{nr:>15.2f}")
-    print(f"{'ours':<8}{ow:>10.2f}{oc:>10.2f}{orss:>15.2f}  (RSS: max over both children)")
+    for side in ("numpy", "ours"):
+        w, c, m = med[side]
+        print(f"{side:<8}{w:>10.2f}{c:>10.2f}{m:>15.2f}")
+    ratios = [o[0] / n[0] for n, o in zip(rows["numpy"], rows["ours"], strict=True)]
     print(
-        f"ratio ours/numpy: wall {ow / nw:.2f}, CPU {oc / nc:.2f}"
-        f"  (target <= 2; replay exit {code})"
+        f"ratio ours/numpy: wall {med['ours'][0] / med['numpy'][0]:.2f} "
+        f"(per round {', '.join(f'{x:.2f}' for x in ratios)}), "
+        f"CPU {med['ours'][1] / med['numpy'][1]:.2f}  (target <= 2; replay exit {code})"
     )
-    if phases is not None:
+    if phase_rows:
+        ph = {k: _median([p[k] for p in phase_rows]) for k in phase_rows[0]}
         print(
-            "ours in-process: "
+            "ours in-process (medians): "
             + ", ".join(
-                f"{k} {phases[k]:.2f} s ({phases[k + '_cpu']:.2f} CPU)"
+                f"{k} {ph[k]:.2f} s ({ph[k + '_cpu']:.2f} CPU)"
                 for k in ("import", "seal", "replay")
             )
         )
         # The issue's target: the replay (the re-derivation) against the script, both timed
         # inside their process (no interpreter start or imports on either side).
+        inner = _median(numpy_inner)
         print(
-            f"replay {phases['replay']:.2f} s vs numpy script {numpy_s:.2f} s (in-process): "
-            f"ratio {phases['replay'] / numpy_s:.2f}  (target <= 2, peak RSS <= 1.5 GiB)"
+            f"replay {ph['replay']:.2f} s vs numpy script {inner:.2f} s (in-process): "
+            f"ratio {ph['replay'] / inner:.2f}  (target <= 2, peak RSS <= 1.5 GiB)"
         )
     return 0 if code == 0 else 1
 

@@ -415,3 +415,51 @@ def test_flipped_bytes_give_format_errors_only(tmp_path: Path) -> None:
         p = raw_bundle(tmp_path / f"f{i}.bundle", bytes(data))
         with contextlib.suppress(BundleFormatError):
             read_container(p)
+
+
+def _mixed() -> list[tuple[str, bytes]]:
+    names = [
+        "a",
+        "files/" + "x" * 120,  # beyond ustar's 100 characters: a pax header
+        "files/caf\u00e9/na\u00efve.txt",  # non-ASCII: a pax header
+        "files/" + "d/" * 60 + "deep.json",
+    ]
+    sizes = [0, 1, 511, 512, 513, 10240 - 1536, 10240, 70_001]
+    return [(f"{names[i % len(names)]}-{i}", bytes([i]) * n) for i, n in enumerate(sizes)]
+
+
+# One member of one header block: its data ends 1536, 1024, 512 or 0 bytes before a
+# 10,240-byte record, so the two end-of-archive blocks land on either side of it.
+_EDGES = [[("m", b"e" * n)] for n in (8704, 9216, 9217, 9728, 0)]
+
+
+@pytest.mark.parametrize(
+    "members", [_mixed(), *_EDGES], ids=["mixed", "8704", "9216", "9217", "9728", "0"]
+)
+def test_the_streamed_tar_is_what_tarfile_writes_for_any_names_and_sizes(
+    tmp_path: Path, members: list[tuple[str, bytes]]
+) -> None:
+    """The writer declares the tar's size in the frame header before writing it (no
+    temporary copy): the frame must hold exactly the tar that ``tarfile`` itself writes
+    for the same members, whatever pax headers long or non-ASCII names need and
+    wherever the sizes fall against 512-byte blocks and 10,240-byte records."""
+    spill = tmp_path / "spilled"
+    spill.write_bytes(b"from a file " * 999)
+    files = [("files/spilled.bin", spill.read_bytes())] if len(members) > 1 else []
+    with spill.open("rb") as fh:
+        out = tmp_path / "t.bundle"
+        with out.open("wb") as dest:
+            write_container(
+                dest, [*members, *(("files/spilled.bin", fh) for _ in files)], workers=2
+            )
+    expected = io.BytesIO()
+    with tarfile.open(fileobj=expected, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name, data in [*members, *files]:
+            ti = tarfile.TarInfo(name)
+            ti.size, ti.mtime, ti.mode, ti.uname, ti.gname = len(data), 0, 0o644, "", ""
+            tar.addfile(ti, io.BytesIO(data))
+    frame = out.read_bytes()
+    assert zstandard.frame_content_size(frame) == len(expected.getvalue())
+    assert zstandard.ZstdDecompressor().decompress(frame) == expected.getvalue()
+    got = {m.name: m.data for m in read_container(out)}
+    assert got == dict([*members, *files])

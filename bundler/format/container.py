@@ -251,19 +251,62 @@ def _tarinfo(name: str, size: int) -> tarfile.TarInfo:
     return ti
 
 
-def _write_tar(raw: BinaryIO, members: Iterable[tuple[str, bytes | BinaryIO]]) -> None:
+_Sized = list[tuple[str, "bytes | BinaryIO", int]]
+"""Members to write with their sizes."""
+
+
+def _sized(members: Iterable[tuple[str, bytes | BinaryIO]]) -> _Sized:
+    """The members with their sizes (a file's from its end), names checked first."""
+    out: _Sized = []
+    for name, data in members:
+        check = member_name_problem(name)
+        if check:
+            raise ValueError(f"refusing to write member {name!r}: {check}")
+        if isinstance(data, bytes):
+            out.append((name, data, len(data)))
+        else:
+            data.seek(0, os.SEEK_END)
+            out.append((name, data, data.tell()))
+    return out
+
+
+def _tar_size(members: _Sized) -> int:
+    """The bytes :func:`_write_tar` will write: what ``TarFile.addfile`` and ``close``
+    write, header by header (a pax header grows with a long or non-ASCII name)."""
+    with tarfile.open(fileobj=io.BytesIO(), mode="w", format=tarfile.PAX_FORMAT) as probe:
+        total = 0
+        for name, _, size in members:
+            header = _tarinfo(name, size).tobuf(probe.format, probe.encoding, probe.errors)
+            total += len(header) + -(-size // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE
+    total += 2 * tarfile.BLOCKSIZE  # the end-of-archive blocks
+    return -(-total // tarfile.RECORDSIZE) * tarfile.RECORDSIZE
+
+
+class _Counted:
+    """A write-only stream for ``tarfile`` over the zstd writer (``tell`` counts the tar)."""
+
+    def __init__(self, out: Any) -> None:
+        self._out = out
+        self.count = 0
+
+    def write(self, data: bytes) -> int:
+        self._out.write(data)
+        self.count += len(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self.count
+
+
+def _write_tar(raw: Any, members: _Sized) -> None:
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for name, data in members:
-            check = member_name_problem(name)
-            if check:
-                raise ValueError(f"refusing to write member {name!r}: {check}")
-            if not isinstance(data, bytes):
-                data.seek(0, os.SEEK_END)
-                size = data.tell()
+        tar.copybufsize = _CHUNK  # type: ignore[attr-defined]  # fewer, larger writes (same bytes)
+        for name, data, size in members:
+            if isinstance(data, bytes):
+                tar.addfile(_tarinfo(name, size), io.BytesIO(data))
+            else:
                 data.seek(0)
                 tar.addfile(_tarinfo(name, size), data)
-            else:
-                tar.addfile(_tarinfo(name, len(data)), io.BytesIO(data))
 
 
 def write_container(
@@ -275,21 +318,22 @@ def write_container(
     """Write ``members`` (name, bytes or a seekable file holding them, read from its
     start), in the order given, as a tar+zstd bundle.
 
-    The tar goes to a temporary file (its size is the frame's content size, written
-    in the frame header), then through zstd's streaming API in multi-threaded mode,
-    a chunk at a time: neither the tar nor the frame is held in memory. ``workers``:
-    zstd threads, at least 1 (any count writes the same bytes).
+    The tar's size (the frame's content size, written in the frame header) is worked
+    out from the members' sizes first; the tar is then written straight through zstd's
+    streaming API in multi-threaded mode: neither the tar nor the frame is held in
+    memory or on disk (zstd refuses a tar whose length differs from the size it
+    declared). ``workers``: zstd threads, at least 1 (any count writes the same bytes).
     """
+    sized = _sized(members)
+    size = _tar_size(sized)
     cctx = zstandard.ZstdCompressor(
         level=ZSTD_LEVEL, threads=max(1, workers), write_checksum=True, write_content_size=True
     )
-    with tempfile.TemporaryFile(prefix="reprobundle-tar-") as spool:
-        _write_tar(cast(BinaryIO, spool), members)
-        size = spool.tell()
-        spool.seek(0)
-        with cctx.stream_writer(cast(Any, out), size=size, closefd=False) as frame:
-            while chunk := spool.read(_CHUNK):
-                frame.write(chunk)
+    with cctx.stream_writer(cast(Any, out), size=size, closefd=False) as frame:
+        tar = _Counted(frame)
+        _write_tar(tar, sized)
+    if tar.count != size:  # pragma: no cover - zstd raises first
+        raise AssertionError(f"tar of {tar.count} bytes, {size} declared")
 
 
 def member_name_problem(name: str) -> str | None:  # noqa: PLR0911
