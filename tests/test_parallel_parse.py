@@ -72,7 +72,7 @@ def _same(a: ServingRun, b: ServingRun) -> None:
 def test_worker_results_are_the_serial_results_in_job_order() -> None:
     jobs = _jobs(FILES)
     with prefetch(jobs) as pre:
-        want = min(parallel_parse._cpus(), parallel_parse.MAX_WORKERS, len(jobs) - 1)
+        want = min(parallel_parse._cpus() - 1, parallel_parse.MAX_WORKERS, len(jobs) - 1)
         assert pre.workers == want >= 1
         got = [t() for t in pre.thunks]
     for (fn, args, _), run in zip(jobs, got, strict=True):
@@ -92,7 +92,7 @@ def test_the_user_caps_or_turns_off_the_workers(
     monkeypatch: pytest.MonkeyPatch, cap: str, want: int | None
 ) -> None:
     jobs = _jobs(FILES)
-    uncapped = min(parallel_parse._cpus(), parallel_parse.MAX_WORKERS, len(jobs) - 1)
+    uncapped = min(parallel_parse._cpus() - 1, parallel_parse.MAX_WORKERS, len(jobs) - 1)
     monkeypatch.setenv(parallel_parse.WORKERS_ENV, cap)
     with prefetch(jobs) as pre:
         assert pre.workers == (uncapped if want is None else want)
@@ -261,7 +261,7 @@ def test_jobs_the_caller_runs_while_waiting_keep_their_order_and_errors() -> Non
     """Every worker holds a slow job; the caller, waiting for the first, runs the later
     jobs itself: each call still returns its own job's value, and the failing one
     raises at its own call, not earlier."""
-    slow = min(parallel_parse._cpus(), parallel_parse.MAX_WORKERS)
+    slow = min(parallel_parse._cpus() - 1, parallel_parse.MAX_WORKERS)
     jobs: list[tuple[Any, tuple[Any, ...], int]] = [(time.sleep, (1.0,), 1)] * slow + [
         (math.sqrt, (4.0,), 1),
         (operator.truediv, (1, 0), 1),
@@ -291,7 +291,7 @@ def test_jobs_the_caller_runs_while_waiting_keep_their_order_and_errors() -> Non
 def test_arguments_are_made_when_their_job_starts_and_once() -> None:
     """A job's arguments made by a function (replay: a bundle member, maybe spilled to
     disk) are made when the job starts, not when the jobs are handed over."""
-    slow = min(parallel_parse._cpus(), parallel_parse.MAX_WORKERS)
+    slow = min(parallel_parse._cpus() - 1, parallel_parse.MAX_WORKERS)
     made: list[int] = []
 
     def maker(i: int, args: tuple[Any, ...]) -> Any:
@@ -370,7 +370,7 @@ def test_standby_workers_are_the_ones_prefetch_uses() -> None:
     jobs = _jobs(FILES)
     with parallel_parse.standby(1, preload=("bundler.importers.vllm",)) as started:
         spare = list(parallel_parse._STANDBY.get() or [])
-        assert started == len(spare) == min(parallel_parse._cpus(), parallel_parse.MAX_WORKERS)
+        assert started == len(spare) == min(parallel_parse._cpus() - 1, parallel_parse.MAX_WORKERS)
         with prefetch(jobs) as pre:
             assert pre.workers == min(started, len(jobs) - 1)
             assert all(w in spare for w in pre._workers)  # taken, not started anew

@@ -24,9 +24,9 @@ parse prints goes to standard error, which is discarded).
 The caller is one of the parsers: a job no worker has taken yet when the caller
 needs it is run in the caller, and while the caller waits for a worker's result it
 runs later jobs no worker has taken (their outcome, a value or an error, is kept for
-their own call, in order). One worker per CPU, at most :data:`MAX_WORKERS`, one
-job each at a time: memory grows by at most that many documents being parsed, and
-the caller's one. Results are returned in job order
+their own call, in order). One worker per CPU but the caller's, at most
+:data:`MAX_WORKERS`, one job each at a time: memory grows by at most that many
+documents being parsed, and the caller's one. Results are returned in job order
 whatever finished first. Pickles are only exchanged with the workers this module
 started.
 
@@ -108,14 +108,15 @@ def _interpreter() -> bool:
 
 
 def _most_workers() -> int:
-    """One per CPU, at most :data:`MAX_WORKERS` and the user's cap; 0 without an
-    interpreter to start."""
+    """One per CPU but the caller's, at most :data:`MAX_WORKERS` and the user's cap; 0
+    without an interpreter to start."""
     if not _interpreter():
         return 0
-    # One per CPU although the caller parses too (the jobs no worker has taken when it
-    # needs them): the caller also unpickles and hands on results, and one worker fewer
-    # made the 1M-request import 0.4 s slower on 2 CPUs (median of 7, `bench/README.md`).
-    n = min(_cpus(), MAX_WORKERS)
+    # One CPU is the caller's, which parses too (the jobs no worker has taken when it
+    # needs them). Until the workers wrote the carried files themselves, one per CPU was
+    # faster; since, on 2 CPUs, one worker beats two: import 1.89 against 2.03 s and
+    # replay 2.70 against 2.87 s of 1M requests (medians of 7, alternating; `bench/README.md`).
+    n = min(_cpus() - 1, MAX_WORKERS)
     cap = os.environ.get(WORKERS_ENV, "").strip()
     if cap.isdigit():
         n = min(n, int(cap))
@@ -123,9 +124,10 @@ def _most_workers() -> int:
 
 
 def workers_for(jobs: Sequence[Job]) -> int:
-    """How many worker processes :func:`prefetch` starts for ``jobs``: one per CPU, at
-    most :data:`MAX_WORKERS` and one per job but the caller's; 0 (all in process) below two jobs,
-    :data:`MIN_BYTES` in all, or two CPUs, or without an interpreter to start."""
+    """How many worker processes :func:`prefetch` starts for ``jobs``: one per CPU but the
+    caller's, at most :data:`MAX_WORKERS` and one per job but the caller's; 0 (all in
+    process) below two jobs, :data:`MIN_BYTES` in all, or two CPUs, or without an
+    interpreter to start."""
     if len(jobs) < 2 or sum(size for _, _, size in jobs) < MIN_BYTES:
         return 0
     return min(_most_workers(), len(jobs) - 1)
