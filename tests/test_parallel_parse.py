@@ -8,6 +8,7 @@ nothing but the time taken. The sources are the files vLLM 0.33.0 wrote
 from __future__ import annotations
 
 import dataclasses
+import gc
 import hashlib
 import json
 import math
@@ -406,3 +407,20 @@ def test_a_preload_that_fails_in_the_worker_changes_no_result() -> None:
         got = [t() for t in pre.thunks]
     for (fn, args, _), run in zip(jobs, got, strict=True):
         _same(run, fn(*args))
+
+
+@pytest.mark.usefixtures("always")
+@pytest.mark.parametrize("cap", ["0", ""])
+def test_jobs_run_with_the_cyclic_collector_paused_and_restored(
+    monkeypatch: pytest.MonkeyPatch, cap: str
+) -> None:
+    """Each job, in a worker or in the caller, runs without the cyclic collector (a
+    parsed document's containers hold no cycle); the caller's setting is back after."""
+    monkeypatch.setenv(parallel_parse.WORKERS_ENV, cap)
+    jobs: list[parallel_parse.Job] = [(gc.isenabled, (), 1)] * 4
+    assert gc.isenabled()
+    with prefetch(jobs) as pre:
+        assert pre.workers == (0 if cap == "0" else min(parallel_parse._cpus() - 1, len(jobs) - 1))
+        got = [t() for t in pre.thunks]
+    assert got == [False] * 4
+    assert gc.isenabled()

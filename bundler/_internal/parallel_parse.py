@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import gc
 import importlib
 import itertools
 import json
@@ -152,6 +153,25 @@ def _receive(pipe: IO[bytes]) -> Any:
     return pickle.loads(data)  # noqa: S301 - from a worker this module started
 
 
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a job runs.
+
+    A parsed document's containers (a vLLM result's 50,000 gap arrays) are walked by
+    every collection that runs while it is alive; they hold no cycle, and each is freed
+    by its reference count when the job ends. Pausing saved ~9 ms of a 148 ms parse
+    (``run_stats`` of a 9.4 MB vLLM result). Whatever cycle a job does leave (an
+    exception's traceback) is found by the next collection after it.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 class _Thunk(Generic[T]):
     """One job's result when called: the worker's, or the job run here.
 
@@ -180,7 +200,8 @@ class _Thunk(Generic[T]):
 
     def run(self) -> T:
         """The job, run in this process."""
-        return self.fn(*self.args())
+        with _collector_paused():
+            return self.fn(*self.args())
 
     def take(self) -> bool:
         """Claim the job; False when a worker or the caller already has."""
@@ -392,7 +413,8 @@ def _serve() -> None:
         except EOFError:
             return
         try:
-            answer: tuple[bool, Any] = (True, fn(*args))
+            with _collector_paused():
+                answer: tuple[bool, Any] = (True, fn(*args))
         except Exception:  # re-raised by the serial run in the caller
             answer = (False, None)
         try:
