@@ -107,6 +107,17 @@ UNKNOWN: dict[str, st.SearchStrategy[Any]] = {
     "api_token": st.one_of(st.none(), st.text(max_size=6)),
     # Objects (issue 22): scalars of every kind, a nested object, keys that vary (an
     # absent key or a null goes per-row), strings the sanitizer may touch.
+    # Arrays (issue 22): numbers, strings (the sanitizer may touch them), booleans and
+    # nulls, nested; rows whose element types differ go per-row.
+    "tags": st.one_of(
+        st.none(),
+        st.lists(
+            st.one_of(st.none(), st.integers(-(2**53) + 1, 2**53 - 1), st.floats(-1e9, 1e9)),
+            max_size=4,
+        ),
+        st.lists(st.one_of(st.none(), _text), max_size=3),
+        st.lists(st.lists(st.booleans(), max_size=2), max_size=2),
+    ),
     "usage": st.one_of(
         st.none(),
         st.fixed_dictionaries(
@@ -327,8 +338,6 @@ _HOSTILE_JSONL = {
     + ', "npu_clock": 9007199254740993}\n'
     + _GOOD.replace("b1-0", "b1-y")[:-1]
     + ', "npu_clock": 1.5}',
-    "unknown object holding a list": _GOOD[:-1] + ', "npu": {"clock": [1]}}',
-    "unknown array": _GOOD[:-1] + ', "npu": [1, null]}',
     "unknown type change": _GOOD[:-1]
     + ', "npu": 1}\n'
     + _GOOD.replace("b1-0", "b1-y")[:-1]
@@ -356,6 +365,25 @@ _HOSTILE_JSONL = {
     "empty id": _GOOD.replace('"request_id": "b1-0"', '"request_id": ""'),
     "sha with newline": _GOOD.replace("0" * 64 + '"', "0" * 64 + '\\n"'),
 }
+
+
+# Arrays on one line among lines without the field: column-wise since arrays are.
+_ONE_LINE_ARRAYS = {
+    "unknown object holding a list": _GOOD[:-1] + ', "npu": {"clock": [1]}}',
+    "unknown array": _GOOD[:-1] + ', "npu": [1, null]}',
+}
+
+
+@pytest.mark.parametrize("case", sorted(_ONE_LINE_ARRAYS))
+def test_an_array_on_one_line_is_read_column_wise_like_per_row(tmp_path: Path, case: str) -> None:
+    rest = [json.dumps(r) for r in receipts()[1:]]
+    text = "\n".join([*rest[:5], _ONE_LINE_ARRAYS[case], *rest[5:]]) + "\n"
+    camp = write_campaign(tmp_path / "c")
+    (camp / "receipts.jsonl").write_text(text, encoding="utf-8")
+    assert read_columnar(camp / "receipts.jsonl", "receipts") is not None
+    col, row = both(camp)
+    assert isinstance(row, bytes)
+    assert col == row
 
 
 @pytest.mark.parametrize("case", sorted(_HOSTILE_JSONL))
@@ -467,10 +495,31 @@ def _sealed_from_rows(camp: Path) -> bool:
 _PER_ROW_OBJECTS: dict[str, Any] = {
     "a null child": lambda i: {"a": None if i == 2 else 1},
     "an absent key": lambda i: {"a": 1} if i == 2 else {"a": 1, "b": 2},
-    "a list": lambda i: {"a": [1, 2]},
     "an integer beyond 2**53": lambda i: {"a": 2**60},
     "an integral double beyond 2**53": lambda i: {"a": 1e21},
     "an integer and a string": lambda i: {"a": 1} if i == 2 else {"a": "x"},
+}
+# Arrays (issue 22): their RFC 8785 text column-wise too, elements' nulls being JSON null.
+_ARRAYS: dict[str, Any] = {
+    "integers": lambda i: [i, 2, -3],
+    "doubles": lambda i: [0.1, 1e-7, -0.0, 2.0, 1e15, 5e-324, 1.5e-300],
+    "integers and doubles": lambda i: [1, 2.5] if i % 2 else [3],
+    "strings": lambda i: ['say "hi" \\ \x01', "ünï", ""],
+    "booleans and nulls": lambda i: [True, None, False],
+    "empty": lambda i: [],
+    "nested": lambda i: [[1, 2], [], [3]] if i % 2 else [[]],
+    "objects": lambda i: [{"b": 1, "a": "x"}, {"b": 2, "a": "y"}],
+    "an object holding a list": lambda i: {"a": [1, 2], "b": {"c": [True]}},
+    "objects holding lists": lambda i: [{"k": [i, None]}],
+}
+_PER_ROW_ARRAYS: dict[str, Any] = {
+    "a number and a string": lambda i: [1, "a"],
+    "an integer beyond 2**53": lambda i: [2**60],
+    "an integral double beyond 2**53": lambda i: [1e20],
+    # pyarrow 26's JSON reader gives a list<null> column inconsistent offsets.
+    "only nulls": lambda i: [None, None],
+    "objects with varying keys": lambda i: [{"a": 1}, {"b": 2}],
+    "an object with a null": lambda i: [{"a": None}, {"a": 1}],
 }
 _SCRUBBED_OBJECTS: dict[str, Any] = {
     "an address inside": lambda i: {"host": f"10.0.0.{i % 3}", "n": i},
@@ -507,6 +556,37 @@ def test_objects_the_columns_cannot_tell_exactly_go_per_row(tmp_path: Path, case
     camp = _campaign(tmp_path / "c", "receipts.jsonl", _with_objects(_PER_ROW_OBJECTS[case]))
     assert read_columnar(camp / "receipts.jsonl", "receipts") is None
     col, row = both(camp)
+    assert col == row
+
+
+@pytest.mark.parametrize("case", list(_ARRAYS))
+def test_array_fields_are_written_column_wise(tmp_path: Path, case: str) -> None:
+    """Arrays in an unknown field (alone, nested, of objects, inside objects) are read
+    column-wise and seal to the per-row bytes."""
+    camp = _campaign(tmp_path / "c", "receipts.jsonl", _with_objects(_ARRAYS[case]))
+    ct = read_columnar(camp / "receipts.jsonl", "receipts")
+    assert ct is not None
+    assert [u.name for u in ct.unknown if u.canonical] == ["usage"]
+    assert not _sealed_from_rows(camp)
+    col, row = both(camp)
+    assert isinstance(row, bytes)
+    assert col == row
+
+
+@pytest.mark.parametrize("case", list(_PER_ROW_ARRAYS))
+def test_arrays_the_columns_cannot_tell_exactly_go_per_row(tmp_path: Path, case: str) -> None:
+    camp = _campaign(tmp_path / "c", "receipts.jsonl", _with_objects(_PER_ROW_ARRAYS[case]))
+    assert read_columnar(camp / "receipts.jsonl", "receipts") is None
+    col, row = both(camp)
+    assert col == row
+
+
+def test_an_address_inside_an_array_seals_as_per_row(tmp_path: Path) -> None:
+    text = _with_objects(lambda i: ["ok", f"10.0.0.{i % 3}"])
+    camp = _campaign(tmp_path / "c", "receipts.jsonl", text)
+    assert _sealed_from_rows(camp)
+    col, row = both(camp)
+    assert isinstance(row, bytes)
     assert col == row
 
 

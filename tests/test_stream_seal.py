@@ -203,6 +203,30 @@ def test_object_fields_stream_and_seal_as_per_row(
     _assert_streamed_is_per_row(camp, tmp_path, monkeypatch)
 
 
+@pytest.mark.parametrize("touched_at", [None, 57])
+def test_array_fields_stream_and_seal_as_per_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, touched_at: int | None
+) -> None:
+    """An array-valued unknown field (numbers, strings, arrays of objects) streams block
+    by block; an address in one array of a late block sends the file to the rows.
+    Either way: the per-row bytes."""
+    rows = _many_receipts(60)
+    for i, r in enumerate(rows):
+        r["tags"] = ["local", f"run-{i % 5}"]
+        r["steps"] = [{"n": i, "ok": True}, {"n": -1, "ok": False}] if i % 3 else []
+        r["ratios"] = [0.5, i, 1e-9]
+    if touched_at is not None:
+        rows[touched_at]["tags"].append("10.7.7.7")  # an address: scrubbed per row
+    camp = write_campaign(tmp_path / "c", **{"receipts.jsonl": rows})
+    assert read_columnar(camp / "receipts.jsonl", "receipts") is not None  # arrays read
+    loaded, problems = load_campaign(camp, columnar=True, stream=SMALL_BLOCKS)
+    assert not problems
+    assert ("receipts" in loaded.streamed) == (touched_at is None)
+    for table in loaded.streamed.values():
+        table.close()
+    _assert_streamed_is_per_row(camp, tmp_path, monkeypatch)
+
+
 @pytest.mark.parametrize("how", ["in place", "replaced"])
 def test_a_receipts_file_changed_between_the_two_reads_stops_the_seal(
     tmp_path: Path, how: str

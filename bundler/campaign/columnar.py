@@ -372,7 +372,11 @@ def _contiguous(names: list[str], chunked: list[pa.ChunkedArray[Any]]) -> dict[s
     (peak RSS: one column's copy, not the table's)."""
     out: dict[str, pa.Array[Any]] = {}
     for name in names:
-        out[name] = chunked.pop(0).combine_chunks()
+        col = chunked.pop(0)
+        # One chunk needs no copy (and pyarrow 26 fails to concatenate a list<null> chunk
+        # holding a null list: "array slice would exceed array length").
+        one: Any = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+        out[name] = one
     return out
 
 
@@ -418,9 +422,10 @@ def _read_jsonl(  # noqa: PLR0911
     extra = {f.name: columns.pop(f.name) for f in unknown}
     objects = {}
     for n, a in extra.items():
-        if pa.types.is_struct(a.type):
-            # Objects: their RFC 8785 text now; the sanitizer checks keys and leaves later.
-            # The row is one level, the field's object the next (``MAX_JSON_DEPTH``).
+        if pa.types.is_struct(a.type) or pa.types.is_list(a.type):
+            # Objects and arrays: their RFC 8785 text now; the sanitizer checks keys and
+            # leaves later. The row is one level, the field's value the next
+            # (``MAX_JSON_DEPTH``).
             got = object_text(a, _unknown_ok, MAX_JSON_DEPTH - 1)
             if got is None:
                 return None
@@ -563,7 +568,7 @@ def read_table_file(
         return None
     try:
         return jsonl(data) if path.suffix == ".jsonl" else csv(data)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeError):
+    except (pa.ArrowException, UnicodeError):  # any Arrow failure: the rows decide
         return None
 
 
@@ -585,7 +590,7 @@ def read_jsonl_block(
         return None
     try:
         ct = _read_jsonl(data, plan, again=again)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeError):
+    except (pa.ArrowException, UnicodeError):  # any Arrow failure: the rows decide
         return None
     return None if ct is None else dataclasses.replace(ct, first_line=first_line)
 
@@ -615,7 +620,7 @@ def read_csv_block(
         return None
     try:
         ct = _read_csv(whole, plan, again=again)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeError):
+    except (pa.ArrowException, UnicodeError):  # any Arrow failure: the rows decide
         return None
     return None if ct is None else dataclasses.replace(ct, first_line=first_line)
 

@@ -48,9 +48,9 @@ class UnknownColumn:
     which rows carry the field (an explicit JSON ``null`` is present, an absent
     field is not), with no nulls of its own.
 
-    ``canonical``: the field holds objects, and ``values`` is each one's RFC 8785 text
-    already (null where the value is ``null``); ``keys`` and ``leaves`` are the
-    objects' keys and string values, which the sanitizer must leave untouched for
+    ``canonical``: the field holds objects or arrays, and ``values`` is each one's
+    RFC 8785 text already (null where the value is ``null``); ``keys`` and ``leaves``
+    are their keys and string values, which the sanitizer must leave untouched for
     the column to be sealed column-wise (:func:`object_text`).
     """
 
@@ -134,49 +134,111 @@ path a fixed cost per key and row, so very wide objects are cheaper row by row."
 
 
 def object_keys(t: pa.DataType, levels: int) -> int | None:
-    """The number of keys at every level of struct type ``t``, or None when it nests
-    deeper than ``levels`` or holds more than :data:`MAX_OBJECT_KEYS` (no recursion:
-    a hostile type may nest thousands deep)."""
+    """The number of keys at every level of struct or list type ``t``, or None when it
+    nests deeper than ``levels`` (an object and an array are a level each) or holds more
+    than :data:`MAX_OBJECT_KEYS` (no recursion: a hostile type may nest thousands deep)."""
     todo = [(t, 1)]
     keys = 0
     while todo:
         s, depth = todo.pop()
         if depth > levels:
             return None
+        if pa.types.is_list(s):
+            if _nested(s.value_type):
+                todo.append((s.value_type, depth + 1))
+            continue
         keys += s.num_fields
         if keys > MAX_OBJECT_KEYS:
             return None
         todo += [
-            (s.field(i).type, depth + 1)
-            for i in range(s.num_fields)
-            if pa.types.is_struct(s.field(i).type)
+            (s.field(i).type, depth + 1) for i in range(s.num_fields) if _nested(s.field(i).type)
         ]
     return keys
+
+
+def _nested(t: pa.DataType) -> bool:
+    return pa.types.is_struct(t) or pa.types.is_list(t)
 
 
 def object_text(
     arr: pa.Array[Any], scalar_ok: Callable[[pa.Array[Any]], bool], levels: int
 ) -> tuple[pa.Array[Any], list[str], list[pa.Array[Any]]] | None:
-    """(each object's RFC 8785 text, null where the value is null; every key; every
-    string child) of a struct column Arrow read from JSON objects, or None when the
-    text cannot be written exactly column-wise.
+    """(each object's or array's RFC 8785 text, null where the value is null; every key;
+    every string value) of a struct or list column Arrow read from JSON, or None when
+    the text cannot be written exactly column-wise.
 
     Exact when every object has every key with a non-null value (a null child is
-    ``null`` or an absent key for Arrow alike; the per-row path tells them apart) and
-    every value is a scalar ``scalar_ok`` accepts or such an object in turn. Arrow
-    refuses a key given twice in one object. Keys in RFC 8785 order, values written as
-    :func:`extra_column` writes them. ``levels``: how deep objects may nest here (the
-    per-row loader refuses a line nested deeper than its bound, and says where).
+    ``null`` or an absent key for Arrow alike; the per-row path tells them apart), and
+    every value is a scalar ``scalar_ok`` accepts, or such an object or array in turn;
+    in an array, a null element is JSON ``null`` (arrays have no absent elements).
+    Arrow refuses a key given twice in one object, and an array mixing numbers with
+    strings. Keys in RFC 8785 order, values written as :func:`extra_column` writes
+    them. ``levels``: how deep objects and arrays may nest here (the per-row loader
+    refuses a line nested deeper than its bound, and says where).
     """
-    if not pa.types.is_struct(arr.type) or object_keys(arr.type, levels) is None:
+    if not _nested(arr.type) or object_keys(arr.type, levels) is None:
         return None
+    return _json_text(arr, scalar_ok)
+
+
+def _json_text(
+    arr: pa.Array[Any], scalar_ok: Callable[[pa.Array[Any]], bool]
+) -> tuple[pa.Array[Any], list[str], list[pa.Array[Any]]] | None:
+    """:func:`object_text` once its type's depth and width are known to be in bounds."""
+    if pa.types.is_list(arr.type):
+        return _array_text(arr, scalar_ok)
     return _object_text(arr, scalar_ok)
+
+
+def _scalar_text(
+    values: pa.Array[Any], scalar_ok: Callable[[pa.Array[Any]], bool], leaves: list[pa.Array[Any]]
+) -> Any:
+    """The RFC 8785 text of scalar values (null stays null), or None when not exact."""
+    t = values.type
+    plain = pa.types.is_string(t) or pa.types.is_boolean(t) or pa.types.is_int64(t)
+    if not (plain or pa.types.is_float64(t) or pa.types.is_null(t)) or not scalar_ok(values):
+        return None
+    if pa.types.is_string(t):
+        leaves.append(values)
+    return _value_text(values)
+
+
+def _array_text(
+    arr: pa.Array[Any], scalar_ok: Callable[[pa.Array[Any]], bool]
+) -> tuple[pa.Array[Any], list[str], list[pa.Array[Any]]] | None:
+    """Each array's text: its elements' texts (null elements ``null``) joined by commas."""
+    lists: Any = arr
+    offsets = lists.offsets  # this slice's: absolute into ``values``
+    first, last = offsets[0].as_py(), offsets[-1].as_py()
+    if last > len(lists.values) or (pa.types.is_null(arr.type.value_type) and last > first):
+        # pyarrow 26's JSON reader makes list<null> columns whose offsets span more
+        # values than they hold: the rows decide (arrays all empty are list<null> too).
+        return None
+    values = lists.values.slice(first, last - first)
+    keys: list[str] = []
+    leaves: list[pa.Array[Any]] = []
+    if _nested(values.type):
+        inner = _json_text(values, scalar_ok)
+        if inner is None:
+            return None
+        text, keys, leaves = inner
+    else:
+        text = _scalar_text(values, scalar_ok, leaves)
+        if text is None:
+            return None
+    elements = pa.ListArray.from_arrays(
+        pc.subtract(offsets, pa.scalar(first, offsets.type)),
+        pc.coalesce(text, "null"),
+        mask=pc.is_null(arr),
+    )
+    joined = pc.binary_join(elements, ",")  # null where the array itself is null
+    return pc.binary_join_element_wise("[", joined, "]", ""), keys, leaves
 
 
 def _object_text(
     arr: pa.Array[Any], scalar_ok: Callable[[pa.Array[Any]], bool]
 ) -> tuple[pa.Array[Any], list[str], list[pa.Array[Any]]] | None:
-    """:func:`object_text` once its type's depth and width are known to be in bounds."""
+    """Each object's text: its keys in RFC 8785 order, each with its value's text."""
     struct: Any = arr
     names = [arr.type.field(i).name for i in range(arr.type.num_fields)]
     children = dict(zip(names, struct.flatten(), strict=True))  # the parent's nulls merged
@@ -185,23 +247,19 @@ def _object_text(
     pieces: list[Any] = []
     for i, name in enumerate(jcs_key_order(names)):
         child = children[name]
-        if child.null_count != arr.null_count:
+        if child.null_count != arr.null_count or pa.types.is_null(child.type):
             return None  # a null or absent key in some object
-        if pa.types.is_struct(child.type):
-            inner = _object_text(child, scalar_ok)
+        if _nested(child.type):
+            inner = _json_text(child, scalar_ok)
             if inner is None:
                 return None
             text, more_keys, more_leaves = inner
             keys += more_keys
             leaves += more_leaves
         else:
-            t = child.type
-            plain = pa.types.is_string(t) or pa.types.is_boolean(t) or pa.types.is_int64(t)
-            if not (plain or pa.types.is_float64(t)) or not scalar_ok(child):
+            text = _scalar_text(child, scalar_ok, leaves)
+            if text is None:
                 return None
-            if pa.types.is_string(t):
-                leaves.append(child)
-            text = _value_text(child)
         key = ("{" if i == 0 else ",") + jcs.dumps(name).decode("utf-8") + ":"
         pieces.append(pc.binary_join_element_wise(key, text, ""))
     if not pieces:

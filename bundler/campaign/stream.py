@@ -309,8 +309,8 @@ def _hash64(arr: pa.Array[Any]) -> np.ndarray[Any, Any]:
 
 
 def objects_untouched(san: Sanitizer, unknown: Sequence[UnknownColumn]) -> bool:
-    """Whether no rule of ``san`` looks at any key or string of the object-valued unknown
-    fields (``canonical`` columns), and none of their names is secret-like.
+    """Whether no rule of ``san`` looks at any key or string of the object- or array-valued
+    unknown fields (``canonical`` columns), and none of their names is secret-like.
 
     Per row, objects are scrubbed key by key and value by value, row by row, numbering
     pseudonyms and counting hits in that order; column-wise they are kept as text.
