@@ -537,11 +537,22 @@ def _with_objects(make: Any, field: str = "usage") -> str:
     return _jsonl(rows)
 
 
-@pytest.mark.parametrize("case", list(_OBJECTS))
-def test_object_fields_are_written_column_wise(tmp_path: Path, case: str) -> None:
-    """Objects in an unknown field (RFC 8785 text per object, keys sorted, nested objects)
-    are read column-wise and seal to the per-row bytes."""
-    camp = _campaign(tmp_path / "c", "receipts.jsonl", _with_objects(_OBJECTS[case]))
+_COLUMN_WISE = {
+    **{f"object, {k}": v for k, v in _OBJECTS.items()},
+    **{f"array, {k}": v for k, v in _ARRAYS.items()},
+}
+_PER_ROW = {
+    **{f"object, {k}": v for k, v in _PER_ROW_OBJECTS.items()},
+    **{f"array, {k}": v for k, v in _PER_ROW_ARRAYS.items()},
+}
+
+
+@pytest.mark.parametrize("case", list(_COLUMN_WISE))
+def test_object_and_array_fields_are_written_column_wise(tmp_path: Path, case: str) -> None:
+    """Objects and arrays in an unknown field (RFC 8785 text per value: keys sorted,
+    nested objects and arrays, arrays of objects) are read column-wise and seal to the
+    per-row bytes."""
+    camp = _campaign(tmp_path / "c", "receipts.jsonl", _with_objects(_COLUMN_WISE[case]))
     ct = read_columnar(camp / "receipts.jsonl", "receipts")
     assert ct is not None
     assert [u.name for u in ct.unknown if u.canonical] == ["usage"]
@@ -551,31 +562,9 @@ def test_object_fields_are_written_column_wise(tmp_path: Path, case: str) -> Non
     assert col == row
 
 
-@pytest.mark.parametrize("case", list(_PER_ROW_OBJECTS))
-def test_objects_the_columns_cannot_tell_exactly_go_per_row(tmp_path: Path, case: str) -> None:
-    camp = _campaign(tmp_path / "c", "receipts.jsonl", _with_objects(_PER_ROW_OBJECTS[case]))
-    assert read_columnar(camp / "receipts.jsonl", "receipts") is None
-    col, row = both(camp)
-    assert col == row
-
-
-@pytest.mark.parametrize("case", list(_ARRAYS))
-def test_array_fields_are_written_column_wise(tmp_path: Path, case: str) -> None:
-    """Arrays in an unknown field (alone, nested, of objects, inside objects) are read
-    column-wise and seal to the per-row bytes."""
-    camp = _campaign(tmp_path / "c", "receipts.jsonl", _with_objects(_ARRAYS[case]))
-    ct = read_columnar(camp / "receipts.jsonl", "receipts")
-    assert ct is not None
-    assert [u.name for u in ct.unknown if u.canonical] == ["usage"]
-    assert not _sealed_from_rows(camp)
-    col, row = both(camp)
-    assert isinstance(row, bytes)
-    assert col == row
-
-
-@pytest.mark.parametrize("case", list(_PER_ROW_ARRAYS))
-def test_arrays_the_columns_cannot_tell_exactly_go_per_row(tmp_path: Path, case: str) -> None:
-    camp = _campaign(tmp_path / "c", "receipts.jsonl", _with_objects(_PER_ROW_ARRAYS[case]))
+@pytest.mark.parametrize("case", list(_PER_ROW))
+def test_values_the_columns_cannot_tell_exactly_go_per_row(tmp_path: Path, case: str) -> None:
+    camp = _campaign(tmp_path / "c", "receipts.jsonl", _with_objects(_PER_ROW[case]))
     assert read_columnar(camp / "receipts.jsonl", "receipts") is None
     col, row = both(camp)
     assert col == row

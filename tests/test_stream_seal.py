@@ -193,11 +193,19 @@ def test_object_fields_stream_and_seal_as_per_row(
         }
     if touched_at is not None:
         rows[touched_at]["usage"]["peer"] = "10.7.7.7"  # an address: scrubbed per row
+    _assert_canonical_streams(rows, tmp_path, monkeypatch, streams=touched_at is None)
+
+
+def _assert_canonical_streams(
+    rows: list[dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, streams: bool
+) -> None:
+    """The receipts are read column-wise whole; block by block they stream or not, as
+    ``streams`` says; the streamed seal writes the per-row bytes."""
     camp = write_campaign(tmp_path / "c", **{"receipts.jsonl": rows})
-    assert read_columnar(camp / "receipts.jsonl", "receipts") is not None  # objects read
+    assert read_columnar(camp / "receipts.jsonl", "receipts") is not None
     loaded, problems = load_campaign(camp, columnar=True, stream=SMALL_BLOCKS)
     assert not problems
-    assert ("receipts" in loaded.streamed) == (touched_at is None)
+    assert ("receipts" in loaded.streamed) == streams
     for table in loaded.streamed.values():
         table.close()
     _assert_streamed_is_per_row(camp, tmp_path, monkeypatch)
@@ -217,14 +225,7 @@ def test_array_fields_stream_and_seal_as_per_row(
         r["ratios"] = [0.5, i, 1e-9]
     if touched_at is not None:
         rows[touched_at]["tags"].append("10.7.7.7")  # an address: scrubbed per row
-    camp = write_campaign(tmp_path / "c", **{"receipts.jsonl": rows})
-    assert read_columnar(camp / "receipts.jsonl", "receipts") is not None  # arrays read
-    loaded, problems = load_campaign(camp, columnar=True, stream=SMALL_BLOCKS)
-    assert not problems
-    assert ("receipts" in loaded.streamed) == (touched_at is None)
-    for table in loaded.streamed.values():
-        table.close()
-    _assert_streamed_is_per_row(camp, tmp_path, monkeypatch)
+    _assert_canonical_streams(rows, tmp_path, monkeypatch, streams=touched_at is None)
 
 
 @pytest.mark.parametrize("how", ["in place", "replaced"])
