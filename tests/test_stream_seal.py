@@ -186,11 +186,11 @@ def test_object_fields_stream_and_seal_as_per_row(
     rows = _many_receipts(60)
     for i, r in enumerate(rows):
         r["usage"] = {
-            "tokens": {"in": 100 + i, "out": i % 7},
+            "tokens": {"in": 100 + i, "out": i % 7, **({"reasoning": i} if i % 9 == 0 else {})},
             "cached": i % 2 == 0,
             "t": 0.25,
             "peer": "local",
-        }
+        }  # "reasoning" absent from most objects, and from whole blocks
     if touched_at is not None:
         rows[touched_at]["usage"]["peer"] = "10.7.7.7"  # an address: scrubbed per row
     _assert_canonical_streams(rows, tmp_path, monkeypatch, streams=touched_at is None)

@@ -260,6 +260,26 @@ def _escaped_key_null(data: bytes) -> bool:
     return b"\\" in data and _ESCAPED_KEY_NULL.search(data) is not None
 
 
+def _absent_keys(data: bytes) -> Callable[[str], bool]:
+    """For :func:`object_text`: whether a key that Arrow read as null in some object
+    is absent there, never ``null``: a plain name (as for :func:`_present`) whose
+    ``"name": null`` occurs nowhere in ``data`` (at any level, in any object: a hit
+    elsewhere only sends the file to the rows), no key in it spelled with an escape
+    before a null."""
+    escaped: list[bool] = []
+
+    def ok(name: str) -> bool:
+        if not _PLAIN_NAME.match(name):
+            return False
+        if not escaped:
+            escaped.append(_escaped_key_null(data))
+        if escaped[0]:
+            return False
+        return re.search(_null_member(name).encode(), data) is None
+
+    return ok
+
+
 def _present(
     data: bytes, arrays: dict[str, pa.Array[Any]], newlines: np.ndarray[Any, Any]
 ) -> dict[str, pa.Array[Any]] | None:
@@ -421,12 +441,13 @@ def _read_jsonl(  # noqa: PLR0911
     columns = _contiguous(names, chunked)
     extra = {f.name: columns.pop(f.name) for f in unknown}
     objects = {}
+    absent_ok = _absent_keys(data)
     for n, a in extra.items():
         if pa.types.is_struct(a.type) or pa.types.is_list(a.type):
             # Objects and arrays: their RFC 8785 text now; the sanitizer checks keys and
             # leaves later. The row is one level, the field's value the next
             # (``MAX_JSON_DEPTH``).
-            got = object_text(a, _unknown_ok, MAX_JSON_DEPTH - 1)
+            got = object_text(a, _unknown_ok, MAX_JSON_DEPTH - 1, absent_ok=absent_ok)
             if got is None:
                 return None
             objects[n] = got

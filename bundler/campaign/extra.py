@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as _compute
@@ -160,43 +160,53 @@ def _nested(t: pa.DataType) -> bool:
     return pa.types.is_struct(t) or pa.types.is_list(t)
 
 
+class _Checks(NamedTuple):
+    scalar_ok: Callable[[pa.Array[Any]], bool]
+    absent_ok: Callable[[str], bool] | None
+
+
 def object_text(
-    arr: pa.Array[Any], scalar_ok: Callable[[pa.Array[Any]], bool], levels: int
+    arr: pa.Array[Any],
+    scalar_ok: Callable[[pa.Array[Any]], bool],
+    levels: int,
+    *,
+    absent_ok: Callable[[str], bool] | None = None,
 ) -> tuple[pa.Array[Any], list[str], list[pa.Array[Any]]] | None:
     """(each object's or array's RFC 8785 text, null where the value is null; every key;
     every string value) of a struct or list column Arrow read from JSON, or None when
     the text cannot be written exactly column-wise.
 
-    Exact when every object has every key with a non-null value (a null child is
-    ``null`` or an absent key for Arrow alike; the per-row path tells them apart), and
-    every value is a scalar ``scalar_ok`` accepts, or such an object or array in turn;
-    in an array, a null element is JSON ``null`` (arrays have no absent elements).
-    Arrow refuses a key given twice in one object, and an array mixing numbers with
-    strings. Keys in RFC 8785 order, values written as :func:`extra_column` writes
-    them. ``levels``: how deep objects and arrays may nest here (the per-row loader
-    refuses a line nested deeper than its bound, and says where).
+    Arrow reads an absent key and a ``null`` value alike (a null child); the per-row
+    path tells them apart. So a key null in some object is accepted only when
+    ``absent_ok(key)`` vouches that the text never gives that key the value ``null``
+    (then each null is an absent key, left out of the text); without it, every object
+    must have every key with a non-null value. Every value must be a scalar
+    ``scalar_ok`` accepts, or such an object or array in turn; in an array, a null
+    element is JSON ``null`` (arrays have no absent elements). Arrow refuses a key
+    given twice in one object, and an array mixing numbers with strings. Keys in
+    RFC 8785 order, values written as :func:`extra_column` writes them. ``levels``:
+    how deep objects and arrays may nest here (the per-row loader refuses a line
+    nested deeper than its bound, and says where).
     """
     if not _nested(arr.type) or object_keys(arr.type, levels) is None:
         return None
-    return _json_text(arr, scalar_ok)
+    return _json_text(arr, _Checks(scalar_ok, absent_ok))
 
 
 def _json_text(
-    arr: pa.Array[Any], scalar_ok: Callable[[pa.Array[Any]], bool]
+    arr: pa.Array[Any], ok: _Checks
 ) -> tuple[pa.Array[Any], list[str], list[pa.Array[Any]]] | None:
     """:func:`object_text` once its type's depth and width are known to be in bounds."""
     if pa.types.is_list(arr.type):
-        return _array_text(arr, scalar_ok)
-    return _object_text(arr, scalar_ok)
+        return _array_text(arr, ok)
+    return _object_text(arr, ok)
 
 
-def _scalar_text(
-    values: pa.Array[Any], scalar_ok: Callable[[pa.Array[Any]], bool], leaves: list[pa.Array[Any]]
-) -> Any:
+def _scalar_text(values: pa.Array[Any], ok: _Checks, leaves: list[pa.Array[Any]]) -> Any:
     """The RFC 8785 text of scalar values (null stays null), or None when not exact."""
     t = values.type
     plain = pa.types.is_string(t) or pa.types.is_boolean(t) or pa.types.is_int64(t)
-    if not (plain or pa.types.is_float64(t) or pa.types.is_null(t)) or not scalar_ok(values):
+    if not (plain or pa.types.is_float64(t) or pa.types.is_null(t)) or not ok.scalar_ok(values):
         return None
     if pa.types.is_string(t):
         leaves.append(values)
@@ -204,7 +214,7 @@ def _scalar_text(
 
 
 def _array_text(
-    arr: pa.Array[Any], scalar_ok: Callable[[pa.Array[Any]], bool]
+    arr: pa.Array[Any], ok: _Checks
 ) -> tuple[pa.Array[Any], list[str], list[pa.Array[Any]]] | None:
     """Each array's text: its elements' texts (null elements ``null``) joined by commas."""
     lists: Any = arr
@@ -218,12 +228,12 @@ def _array_text(
     keys: list[str] = []
     leaves: list[pa.Array[Any]] = []
     if _nested(values.type):
-        inner = _json_text(values, scalar_ok)
+        inner = _json_text(values, ok)
         if inner is None:
             return None
         text, keys, leaves = inner
     else:
-        text = _scalar_text(values, scalar_ok, leaves)
+        text = _scalar_text(values, ok, leaves)
         if text is None:
             return None
     elements = pa.ListArray.from_arrays(
@@ -236,37 +246,50 @@ def _array_text(
 
 
 def _object_text(
-    arr: pa.Array[Any], scalar_ok: Callable[[pa.Array[Any]], bool]
+    arr: pa.Array[Any], ok: _Checks
 ) -> tuple[pa.Array[Any], list[str], list[pa.Array[Any]]] | None:
-    """Each object's text: its keys in RFC 8785 order, each with its value's text."""
+    """Each object's text: its keys in RFC 8785 order, each with its value's text (a key
+    absent from an object left out of it)."""
     struct: Any = arr
     names = [arr.type.field(i).name for i in range(arr.type.num_fields)]
     children = dict(zip(names, struct.flatten(), strict=True))  # the parent's nulls merged
     keys: list[str] = list(names)
     leaves: list[pa.Array[Any]] = []
     pieces: list[Any] = []
-    for i, name in enumerate(jcs_key_order(names)):
+    optional = False
+    for name in jcs_key_order(names):
         child = children[name]
-        if child.null_count != arr.null_count or pa.types.is_null(child.type):
-            return None  # a null or absent key in some object
+        if pa.types.is_null(child.type):
+            return None
+        absent = child.null_count != arr.null_count  # null in some present object
+        if absent and (ok.absent_ok is None or not ok.absent_ok(name)):
+            return None  # a null or an absent key: the rows tell them apart
         if _nested(child.type):
-            inner = _json_text(child, scalar_ok)
+            inner = _json_text(child, ok)
             if inner is None:
                 return None
             text, more_keys, more_leaves = inner
             keys += more_keys
             leaves += more_leaves
         else:
-            text = _scalar_text(child, scalar_ok, leaves)
+            text = _scalar_text(child, ok, leaves)
             if text is None:
                 return None
-        key = ("{" if i == 0 else ",") + jcs.dumps(name).decode("utf-8") + ":"
-        pieces.append(pc.binary_join_element_wise(key, text, ""))
+        piece = pc.binary_join_element_wise("," + jcs.dumps(name).decode("utf-8") + ":", text, "")
+        if absent:
+            optional = True
+            piece = pc.coalesce(piece, "")  # absent here: nothing (null objects: below)
+        pieces.append(piece)
     if not pieces:
         out: Any = pc.if_else(pc.is_valid(arr), "{}", pa.scalar(None, pa.string()))
         return out, keys, leaves
-    # A null piece (the object itself null) makes the row null.
-    return pc.binary_join_element_wise(*pieces, "}", ""), keys, leaves
+    # Every piece starts with a comma: the first present one's becomes the brace.
+    joined = pc.binary_join_element_wise(*pieces, "")
+    body = pc.binary_join_element_wise("{", pc.utf8_slice_codeunits(joined, 1), "}", "")
+    if optional:
+        body = pc.if_else(pc.is_valid(arr), body, pa.scalar(None, pa.string()))
+    # Without optional keys a null piece (the object itself null) makes the row null.
+    return body, keys, leaves
 
 
 def extra_column(columns: Sequence[UnknownColumn], num_rows: int) -> pa.Array[Any]:
