@@ -374,12 +374,18 @@ _ONE_LINE_ARRAYS = {
 }
 
 
+def _with_line_6(root: Path, line: str) -> Path:
+    """The mini campaign whose receipts have ``line`` as line 6."""
+    rest = [json.dumps(r) for r in receipts()[1:]]
+    camp = write_campaign(root)
+    text = "\n".join([*rest[:5], line, *rest[5:]]) + "\n"
+    (camp / "receipts.jsonl").write_text(text, encoding="utf-8")
+    return camp
+
+
 @pytest.mark.parametrize("case", sorted(_ONE_LINE_ARRAYS))
 def test_an_array_on_one_line_is_read_column_wise_like_per_row(tmp_path: Path, case: str) -> None:
-    rest = [json.dumps(r) for r in receipts()[1:]]
-    text = "\n".join([*rest[:5], _ONE_LINE_ARRAYS[case], *rest[5:]]) + "\n"
-    camp = write_campaign(tmp_path / "c")
-    (camp / "receipts.jsonl").write_text(text, encoding="utf-8")
+    camp = _with_line_6(tmp_path / "c", _ONE_LINE_ARRAYS[case])
     assert read_columnar(camp / "receipts.jsonl", "receipts") is not None
     col, row = both(camp)
     assert isinstance(row, bytes)
@@ -388,10 +394,7 @@ def test_an_array_on_one_line_is_read_column_wise_like_per_row(tmp_path: Path, c
 
 @pytest.mark.parametrize("case", sorted(_HOSTILE_JSONL))
 def test_hostile_jsonl_is_refused_or_sealed_like_per_row(tmp_path: Path, case: str) -> None:
-    rest = [json.dumps(r) for r in receipts()[1:]]
-    text = "\n".join([*rest[:5], _HOSTILE_JSONL[case], *rest[5:]]) + "\n"
-    camp = write_campaign(tmp_path / "c")
-    (camp / "receipts.jsonl").write_text(text, encoding="utf-8")
+    camp = _with_line_6(tmp_path / "c", _HOSTILE_JSONL[case])
     assert read_columnar(camp / "receipts.jsonl", "receipts") is None
     col, row = both(camp)
     assert col == row
