@@ -6,7 +6,6 @@ import functools
 import hashlib
 import io
 import json
-import os
 import platform
 import re
 import threading
@@ -41,7 +40,7 @@ from bundler.campaign.stream import StreamedTable, StreamLimits, objects_untouch
 from bundler.errors import CampaignError, Problem, UsageError
 from bundler.format.container import write_container
 from bundler.format.dsse import INTOTO_PAYLOAD_TYPE, sign_payload
-from bundler.format.hashing import hash_files
+from bundler.format.hashing import default_jobs, hash_files
 from bundler.format.keys import key_id
 from bundler.format.manifest import (
     ENVELOPE_NAME,
@@ -137,7 +136,7 @@ _R = TypeVar("_R")
 def _parallel(fn: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
     """``[fn(x) for x in items]`` on one thread per CPU (at most 8): for work that releases
     the GIL (SHA-256, RE2), in the items' order; the first error is raised."""
-    n = min(len(items), os.cpu_count() or 1, 8)
+    n = min(len(items), default_jobs(), 8)
     if n <= 1:
         return [fn(x) for x in items]
     with ThreadPoolExecutor(max_workers=n, thread_name_prefix="seal") as pool:

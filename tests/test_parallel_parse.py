@@ -225,11 +225,11 @@ def test_a_bad_source_among_parsed_ones_writes_nothing(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
 
 
-def test_a_write_error_in_the_background_is_raised_and_nothing_is_left(tmp_path: Path) -> None:
+def test_a_write_error_is_raised_and_nothing_is_left(tmp_path: Path) -> None:
     def stage() -> None:
         with StagedTree(tmp_path / "camp") as tree:
             tree.put("sources/a", b"a file")
-            tree.put("sources/a/b.json", b"under a file: fails in the writer thread")
+            tree.put("sources/a/b.json", b"under a file: fails")
             tree.finish({"campaign.json": b"{}"})
 
     with pytest.raises(FileExistsError):  # mkdir of sources/a, a file already

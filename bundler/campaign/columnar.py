@@ -22,6 +22,7 @@ from __future__ import annotations
 import codecs
 import csv
 import dataclasses
+import functools
 import os
 import re
 from collections.abc import Callable
@@ -266,16 +267,14 @@ def _absent_keys(data: bytes) -> Callable[[str], bool]:
     ``"name": null`` occurs nowhere in ``data`` (at any level, in any object: a hit
     elsewhere only sends the file to the rows), no key in it spelled with an escape
     before a null."""
-    escaped: list[bool] = []
+    escaped = functools.cache(lambda: _escaped_key_null(data))  # once, if ever asked
 
     def ok(name: str) -> bool:
-        if not _PLAIN_NAME.match(name):
-            return False
-        if not escaped:
-            escaped.append(_escaped_key_null(data))
-        if escaped[0]:
-            return False
-        return re.search(_null_member(name).encode(), data) is None
+        return (
+            _PLAIN_NAME.match(name) is not None
+            and not escaped()
+            and re.search(_null_member(name).encode(), data) is None
+        )
 
     return ok
 

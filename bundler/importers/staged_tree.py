@@ -2,25 +2,21 @@
 
 Files land in a hidden sibling folder (``.<name>.reprobundle-partial-import-<hex>``)
 and the folder is renamed to the destination once every file is there, so a failed
-import leaves nothing at the destination (and removes its staging folder). Large
-files (the carried sources) are written by a background thread as soon as they are
-parsed, while the next sources are still being parsed: writing 178 MiB of fresh
-page cache cost 1.7 s of system time on the 2-core VM of ``bench/serving_scale.py``,
-time that overlaps with the parse instead of following it. A source parsed in a worker
-process is written by that worker into the staging folder's ``.parts/`` under a
-random name (:func:`stage_bytes`) and only its digest comes back: the caller then
-renames it into place (:meth:`StagedTree.adopt`) instead of receiving its bytes
-through a pipe and writing them again.
+import leaves nothing at the destination (and removes its staging folder). The
+carried sources are written by the job that parsed each (in a worker process when
+the sources are large) into the staging folder's ``.parts/`` under a random name
+(:func:`stage_bytes`), and only its digest comes back: the caller renames it into
+place (:meth:`StagedTree.adopt`) instead of receiving its bytes through a pipe and
+writing them again (writing 178 MiB of fresh page cache cost 1.7 s of system time
+on the 2-core VM of ``bench/serving_scale.py``; the jobs do it beside each other).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import queue
 import secrets
 import shutil
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,19 +50,16 @@ def stage_bytes(data: bytes, parts: str) -> StagedFile:
 
 
 class StagedTree:
-    """A folder written file by file in the background, then renamed to ``out``.
+    """A folder written file by file, then renamed to ``out``.
 
-    Use as a context manager: leaving it by an exception stops the writer and removes
-    the staging folder; :meth:`finish` writes the rest and renames.
+    Use as a context manager: leaving it by an exception removes the staging folder;
+    :meth:`finish` writes the rest and renames.
     """
 
     def __init__(self, out: Path) -> None:
         self.out = out
         self.tmp = out.parent / f".{out.name}.reprobundle-partial-import-{secrets.token_hex(6)}"
-        self._todo: queue.SimpleQueue[tuple[str, bytes] | None] = queue.SimpleQueue()
         self._written: set[str] = set()
-        self._error: BaseException | None = None
-        self._thread: threading.Thread | None = None
 
     def __enter__(self) -> StagedTree:
         return self
@@ -78,20 +71,18 @@ class StagedTree:
         tb: TracebackType | None,
     ) -> None:
         if kind is not None:
-            self._stop()
             with contextlib.suppress(OSError):
                 shutil.rmtree(self.tmp)
 
     def put(self, rel: str, data: bytes) -> None:
-        """Write ``data`` at ``rel`` (under the staging folder) in the background; a path
-        already put is left as it is (a file carried for several runs: the same bytes)."""
+        """Write ``data`` at ``rel`` (under the staging folder); a path already put or
+        adopted is left as it is."""
         if rel in self._written:
             return
         self._written.add(rel)
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="import-writer", daemon=True)
-            self._thread.start()
-        self._todo.put((rel, data))
+        p = self.tmp / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
 
     @property
     def parts(self) -> Path:
@@ -113,33 +104,11 @@ class StagedTree:
         src.rename(dst)
 
     def finish(self, files: Mapping[str, bytes]) -> None:
-        """Write ``files`` (those not already :meth:`put`), wait for the writer, rename the
-        staging folder to ``out``; raises the first write error."""
+        """Write ``files`` (those not already put or adopted) and rename the staging
+        folder to ``out``."""
         for rel in sorted(files):
-            if rel not in self._written:
-                self.put(rel, files[rel])
-        self._stop()
-        if self._error is not None:
-            raise self._error
+            self.put(rel, files[rel])
         self.tmp.mkdir(parents=True, exist_ok=True)  # an import of no file at all
         # Parts never adopted: a worker that wrote one and died before answering.
         shutil.rmtree(self.parts, ignore_errors=True)
         self.tmp.rename(self.out)
-
-    def _stop(self) -> None:
-        if self._thread is not None:
-            self._todo.put(None)
-            self._thread.join()
-            self._thread = None
-
-    def _run(self) -> None:
-        while (item := self._todo.get()) is not None:
-            if self._error is not None:
-                continue  # drain: the first error is the one reported
-            rel, data = item
-            try:
-                p = self.tmp / rel
-                p.parent.mkdir(parents=True, exist_ok=True)
-                p.write_bytes(data)
-            except BaseException as exc:
-                self._error = exc

@@ -297,9 +297,9 @@ def _check_args(
     return arms
 
 
-Carried = list[tuple[str, bytes | StagedFile]]
-"""The source's files as (name under ``sources/<arm>/``, bytes or the staged file holding them):
-one for vLLM, two for AIPerf, three for inference-perf (per-request, summary, config)."""
+Carried = list[tuple[str, bytes]]
+"""The source's files as (name under ``sources/<arm>/``, bytes): one for vLLM, two for AIPerf,
+three for inference-perf (per-request, summary, config)."""
 
 
 def _read_source(path: Path) -> bytes:
@@ -318,13 +318,16 @@ Parsed = tuple[ServingRun, Carried, dict[str, Any]]
 """A run, the files carried for it, and what its ``serving.json`` entry adds (a run of
 a file holding several: ``benchmark``, its index, and ``benchmarks``, their count)."""
 
+Staged = tuple[ServingRun, list[tuple[str, StagedFile]], dict[str, Any]]
+""":data:`Parsed` once its carried files are written into the staging folder."""
+
 
 def _read(fmt: str, path: Path, arm: str) -> list[Parsed]:
     if fmt == aiperf.FORMAT:
         records, aggregate = aiperf.locate(path)
         rdata, adata = _read_source(records), _read_source(aggregate)
         run = aiperf.parse(rdata, str(records), adata, str(aggregate), arm)
-        carried: Carried = [
+        carried = [
             (f"{run.load_point}/{aiperf.RECORDS_NAME}", rdata),
             (f"{run.load_point}/{aiperf.AGGREGATE_NAME}", adata),
         ]
@@ -354,28 +357,18 @@ def _read(fmt: str, path: Path, arm: str) -> list[Parsed]:
     ]
 
 
-def _read_staged(fmt: str, path: Path, arm: str, parts: str) -> list[Parsed]:
+def _read_staged(fmt: str, path: Path, arm: str, parts: str) -> list[Staged]:
     """:func:`_read`, each carried file written to the staging folder ``parts`` and
     replaced by its :class:`StagedFile` (a parse worker's job: the bytes stay out of
     the pipe back to the caller, the write and the digest run beside the other parses)."""
-    parsed = _read(fmt, path, arm)
     staged: dict[int, StagedFile] = {}  # a file holding several runs is written once
-    out: list[Parsed] = []
-    for run, carried, extra in parsed:
-        files: Carried = []
-        for name, data in carried:
-            if isinstance(data, bytes):
-                if id(data) not in staged:
-                    staged[id(data)] = stage_bytes(data, parts)
-                files.append((name, staged[id(data)]))
-            else:
-                files.append((name, data))
-        out.append((run, files, extra))
+    out: list[Staged] = []
+    for run, carried, extra in _read(fmt, path, arm):
+        for _, data in carried:
+            if id(data) not in staged:
+                staged[id(data)] = stage_bytes(data, parts)
+        out.append((run, [(name, staged[id(data)]) for name, data in carried], extra))
     return out
-
-
-def _sha256(data: bytes | StagedFile) -> str:
-    return data.sha256 if isinstance(data, StagedFile) else hashlib.sha256(data).hexdigest()
 
 
 def _size(path: Path) -> int:
@@ -387,7 +380,7 @@ def _size(path: Path) -> int:
     return st.st_size if S_ISREG(st.st_mode) else 0
 
 
-def _parse_all(fmt: str, sources: Sequence[tuple[str, Path]], tree: StagedTree) -> list[Parsed]:
+def _parse_all(fmt: str, sources: Sequence[tuple[str, Path]], tree: StagedTree) -> list[Staged]:
     # Large sources are parsed in worker processes (Python's json holds the GIL); each
     # result is taken in source order below, a failed one parsed again here to raise.
     parts = str(tree.parts)
@@ -403,10 +396,10 @@ def carried_rel(run: ServingRun, name: str) -> str:
 
 def _collect(
     sources: Sequence[tuple[str, Path]],
-    results: Sequence[Callable[[], list[Parsed]]],
+    results: Sequence[Callable[[], list[Staged]]],
     tree: StagedTree,
-) -> list[Parsed]:
-    out: list[Parsed] = []
+) -> list[Staged]:
+    out: list[Staged] = []
     seen: dict[tuple[str, str], str] = {}
     problems: list[Problem] = []
     for (arm, path), result in zip(sources, results, strict=True):
@@ -434,11 +427,8 @@ def _collect(
                 continue
             seen[key] = at
             out.append((run, data, extra))
-            for name, blob in data:
-                if isinstance(blob, StagedFile):
-                    tree.adopt(carried_rel(run, name), blob)
-                else:
-                    tree.put(carried_rel(run, name), blob)
+            for name, staged in data:
+                tree.adopt(carried_rel(run, name), staged)
     if problems:
         raise SourceError(f"{len(problems)} problem(s) in the sources; nothing written", problems)
     return out
@@ -485,8 +475,8 @@ def import_campaign(
         )
     if out.exists() or out.is_symlink():
         raise UsageError(f"{out}: already exists; give a new directory")
-    # The carried sources are written while later ones are parsed; nothing reaches
-    # ``out`` unless every check passes.
+    # Each carried source is written by the job that parsed it, into the staging
+    # folder; nothing reaches ``out`` unless every check passes.
     with StagedTree(out) as tree:
         parsed = _parse_all(fmt, sources, tree)
         runs = [r for r, _, _ in parsed]
@@ -514,14 +504,14 @@ def import_campaign(
                 "path": rels[0],
                 "load_point": run.load_point,
                 "original_name": Path(run.source).name,
-                "sha256": _sha256(carried[0][1]),
+                "sha256": carried[0][1].sha256,
             }
             if len(rels) > 1:
                 entry["aggregate_path"] = rels[1]
-                entry["aggregate_sha256"] = _sha256(carried[1][1])
+                entry["aggregate_sha256"] = carried[1][1].sha256
             if len(rels) > 2:
                 entry["config_path"] = rels[2]
-                entry["config_sha256"] = _sha256(carried[2][1])
+                entry["config_sha256"] = carried[2][1].sha256
             entry |= extra
             index_sources.append(entry)
             load_points.setdefault(run.load_point, _load_point_doc(run))
