@@ -612,14 +612,20 @@ def test_objects_the_sanitizer_touches_seal_as_per_row(
     assert col == row
 
 
+@pytest.mark.parametrize(("opening", "closing"), [('{"x": ', "}"), ("[", "]"), ('[{"x": ', "}]")])
 @pytest.mark.parametrize(("levels", "accepted"), [(99, True), (100, False), (5000, False)])
 def test_objects_nested_beyond_the_loader_bound_are_refused_at_their_line(
-    tmp_path: Path, levels: int, accepted: bool
+    tmp_path: Path, levels: int, accepted: bool, opening: str, closing: str
 ) -> None:
     """The per-row loader refuses a line nested deeper than 100 levels (the row is one):
-    column-wise, the same bound holds (5,000 levels once overflowed Python's stack)."""
+    column-wise, the same bound holds for objects, arrays and both (5,000 levels once
+    overflowed Python's stack)."""
+    per_level = opening.count("{") + opening.count("[")
+    n = -(-levels // per_level)  # each step opens per_level levels
+    if per_level > 1 and accepted:
+        n = levels // per_level  # stay within the bound
     lines = [json.dumps(r) for r in receipts()]
-    lines[2] = lines[2][:-1] + ', "u": ' + '{"x": ' * levels + "1" + "}" * levels + "}"
+    lines[2] = lines[2][:-1] + ', "u": ' + opening * n + "1" + closing * n + "}"
     camp = _campaign(tmp_path / "c", "receipts.jsonl", "\n".join(lines) + "\n")
     assert (read_columnar(camp / "receipts.jsonl", "receipts") is not None) == accepted
     col, row = both(camp)
